@@ -1,0 +1,2 @@
+//! The model engine: one implementation of Llama-family models in candle that serves rollouts
+//! (batched generation), scoring (log-probabilities) and training (correct gradients).

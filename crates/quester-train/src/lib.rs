@@ -1,0 +1,1 @@
+//! Orchestration: rollouts over many environments, LaMer trials, the training loop.

@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# The project's test command: every test of every crate, including the ones that use the real
+# default model (fetched on first use into $QUESTER_HOME).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo test --workspace "$@"
