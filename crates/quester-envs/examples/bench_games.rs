@@ -2,11 +2,12 @@
 //!
 //! Run: `cargo run --release -p quester-envs --example bench_games`
 //! Each env plays whole episodes from consecutive seeds with a seeded random agent that picks
-//! one of the admissible actions; a step is one `step()` call including the opponent's reply and
-//! the observation text. Only `reset()` and `step()` are timed (MineSweeper's reset generates the
-//! board; Tic-Tac-Toe's runs the opponent's opening move); the agent's choice is not. Prints a
-//! markdown table, then runs the plain-Python anchor `bench/games_anchor.py` (same rules, same
-//! protocol; needs `python3` on PATH, skipped otherwise) and prints the speed ratios.
+//! one of `admissible_actions()` (a trainer lists them in the prompt every turn); the timed loop
+//! is reset + admissible_actions + step, including the opponent's reply and the observation
+//! text. Time is this thread's CPU time (`/proc/thread-self/schedstat`, wall time where that is
+//! missing), so other processes on a loaded machine do not inflate it. Prints a markdown table,
+//! then runs the plain-Python anchor `bench/games_anchor.py` (same rules, same protocol, CPU time
+//! of its thread; needs `python3` on PATH, skipped otherwise) and prints the speed ratios.
 
 use quester_envs::kuhn::{exploitability, game_value, solve_cfr_plus, CFR_ITERATIONS};
 use quester_envs::make_env;
@@ -26,11 +27,9 @@ fn run(name: &str, env_name: &str, config: &str, episodes: u64) -> Row {
     let mut env = make_env(env_name, table).expect("bench config is valid");
     let mut agent = ChaCha8Rng::seed_from_u64(7);
     let mut steps = 0u64;
-    let mut secs = 0.0;
+    let start = Clock::start();
     for seed in 0..episodes {
-        let t = Instant::now();
         env.reset(seed).expect("reset");
-        secs += t.elapsed().as_secs_f64();
         while !env.is_done() {
             let actions = env.admissible_actions().unwrap_or_default();
             let text = if actions.is_empty() {
@@ -41,9 +40,7 @@ fn run(name: &str, env_name: &str, config: &str, episodes: u64) -> Row {
                     actions[agent.random_range(0..actions.len())]
                 )
             };
-            let t = Instant::now();
             std::hint::black_box(env.step(&text));
-            secs += t.elapsed().as_secs_f64();
             steps += 1;
         }
     }
@@ -51,7 +48,31 @@ fn run(name: &str, env_name: &str, config: &str, episodes: u64) -> Row {
         name: name.to_string(),
         episodes,
         steps,
-        secs,
+        secs: start.seconds(),
+    }
+}
+
+/// This thread's CPU time when Linux reports it, wall time otherwise.
+enum Clock {
+    Cpu(u64),
+    Wall(Instant),
+}
+
+fn thread_cpu_ns() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    text.split_whitespace().next()?.parse().ok()
+}
+
+impl Clock {
+    fn start() -> Self {
+        thread_cpu_ns().map_or_else(|| Clock::Wall(Instant::now()), Clock::Cpu)
+    }
+
+    fn seconds(&self) -> f64 {
+        match self {
+            Clock::Cpu(t0) => thread_cpu_ns().map_or(f64::NAN, |t| (t - t0) as f64 * 1e-9),
+            Clock::Wall(t0) => t0.elapsed().as_secs_f64(),
+        }
     }
 }
 
@@ -80,7 +101,7 @@ fn main() {
         ),
         run("bandit K=4", "bandit", "", 500_000),
     ];
-    println!("| env | episodes | steps | seconds | steps/s | us/step |");
+    println!("| env | episodes | steps | CPU seconds | steps/s | us/step |");
     println!("|---|---:|---:|---:|---:|---:|");
     for r in &rows {
         println!(
@@ -93,9 +114,9 @@ fn main() {
             1e6 * r.secs / r.steps as f64
         );
     }
-    let start = Instant::now();
+    let start = Clock::start();
     let eq = solve_cfr_plus(CFR_ITERATIONS);
-    let secs = start.elapsed().as_secs_f64();
+    let secs = start.seconds();
     anchor(&rows[0], &rows[1]);
     println!();
     println!(

@@ -116,8 +116,14 @@ fn rollout(mut board: Board, rng: &mut ChaCha8Rng) -> Outcome {
         if let Some(o) = board.outcome() {
             return o;
         }
-        let free: Vec<usize> = board.free_cells().collect();
-        let mv = free[rng.random_range(0..free.len())];
+        // A stack array: rollouts are the hot loop, so no allocation per move.
+        let mut free = [0usize; 9];
+        let mut n = 0;
+        for c in board.free_cells() {
+            free[n] = c;
+            n += 1;
+        }
+        let mv = free[rng.random_range(0..n)];
         board.place(mv, board.to_move());
     }
 }
