@@ -307,6 +307,7 @@ fn registry_and_config_errors() {
 proptest::proptest! {
     #[test]
     fn arbitrary_responses_never_panic(s in ".*", seed in 0u64..100) {
+        let _ = Board::parse(&s);
         let mut env = env_with("order0", AgentFirst::Alternate);
         env.reset(seed).unwrap();
         let a = env.step(&s);

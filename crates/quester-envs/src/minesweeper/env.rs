@@ -66,9 +66,10 @@ impl MineSweeperEnv {
         self.task.as_ref().map(|t| t.first_click)
     }
 
-    fn invalid_after_done(&self) -> Step {
+    /// An invalid step that changes nothing (before the first reset or after the end).
+    fn no_change(&self, outcome: &str) -> Step {
         let mut info = Info::new();
-        info.insert("outcome".into(), "after_done".into());
+        info.insert("outcome".into(), outcome.into());
         Step {
             observation: self.observation(),
             reward: 0.0,
@@ -122,10 +123,10 @@ impl Env for MineSweeperEnv {
     fn step(&mut self, response: &str) -> Step {
         let max_turns = self.config.max_turns;
         let Some(task) = self.task.as_mut() else {
-            return self.invalid_after_done();
+            return self.no_change("not_reset");
         };
         if task.done {
-            return self.invalid_after_done();
+            return self.no_change("after_done");
         }
         task.turns += 1;
         let click = extract_action(response).and_then(parse_row_col);
