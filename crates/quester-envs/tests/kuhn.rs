@@ -147,6 +147,29 @@ fn rule_bot_tables() {
     assert!((4_700..5_300).contains(&bluffs), "{bluffs}");
 }
 
+#[test]
+fn best_response_to_conservative_by_hand() {
+    // Agent first vs conservative (bets and calls only with K). K: +1 whatever it does. Q: a bet
+    // is called by K (-2) or folded by J (+1), -1/2; a check is bet by K (fold, -1) or checked by
+    // J (+1), 0; so 0. J: a bet gives -1/2, a check -1; so -1/2. Mean (1 + 0 - 1/2) / 3 = 1/6.
+    let s = KuhnBot::Conservative.strategy();
+    assert!((best_response_value(&s, 0) - 1.0 / 6.0).abs() < 1e-12);
+    // Against the equilibrium no seat can beat the game value.
+    let eq = KuhnBot::Cfr.strategy();
+    assert!(best_response_value(&eq, 1) < 1.0 / 18.0 + 1e-3);
+    // Every rule bot is exploitable from both seats: a best response beats the game value
+    // (-1/18 for the first seat, +1/18 for the second).
+    for bot in [
+        KuhnBot::Conservative,
+        KuhnBot::Aggressive,
+        KuhnBot::Intermediate,
+    ] {
+        let s = bot.strategy();
+        assert!(best_response_value(&s, 0) > -1.0 / 18.0 + 0.02, "{bot:?}");
+        assert!(best_response_value(&s, 1) > 1.0 / 18.0 + 0.02, "{bot:?}");
+    }
+}
+
 fn env_with(opponent: &str, position: &str) -> KuhnEnv {
     KuhnEnv::new(KuhnConfig {
         opponent: opponent.into(),

@@ -1,6 +1,6 @@
 //! Kuhn opponents: three rule bots, the CFR equilibrium, and a uniformly random player.
 
-use super::cfr::equilibrium;
+use super::cfr::{equilibrium, KuhnStrategy};
 use super::game::{decision_node, Action, Card};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -64,6 +64,19 @@ impl KuhnBot {
             (Self::Intermediate, Card::Q, false) => 0.0,
             (Self::Intermediate, Card::Q, true) => 0.5,
         }
+    }
+
+    /// The bot as a behaviour strategy for both seats, so that
+    /// `best_response_value(&bot.strategy(), agent_seat)` gives the most chips per hand an agent
+    /// can expect against it (an upper bound for evaluation).
+    pub fn strategy(self) -> KuhnStrategy {
+        let mut s = KuhnStrategy::uniform();
+        for card in Card::ALL {
+            for node in 0..4 {
+                s.bet[card.index()][node] = self.bet_probability(card, node);
+            }
+        }
+        s
     }
 
     /// Samples the bot's action. Exactly one draw from `rng` per decision, whatever the
