@@ -4,7 +4,10 @@
 
 pub mod advantage;
 pub mod error;
+pub mod loss;
+pub mod passk;
 pub mod returns;
+pub mod reward;
 pub mod sample;
 pub mod trial;
 
@@ -12,8 +15,14 @@ pub use advantage::{
     compute_advantages, AdvantageConfig, Estimator, Normalization, SampleAdvantages, Signal,
 };
 pub use error::AlgoError;
+pub use loss::{
+    policy_loss, Aggregation, KlEstimator, LossStats, PolicyLoss, PolicyLossConfig, ResponseTokens,
+    TokenObjective,
+};
+pub use passk::{pass_at_k, summarize, EvalSummary};
 pub use returns::{
     cross_attempt_returns, differential_rewards, discounted_returns, mage_differential_rewards,
     sample_returns, CrossAttemptReturn, ReturnConfig, TrialReturns,
 };
+pub use reward::{hindsight_bonus, length_penalty, novelty_reward};
 pub use sample::{StepKind, StepRecord};
