@@ -185,3 +185,35 @@ fn bad_config_and_input_are_errors() {
         .advantage
         .is_empty());
 }
+
+#[test]
+fn similar_anchors_can_share_a_step_group() {
+    // Two single-step trials whose anchors differ in 1 of 20 characters (similarity 0.95).
+    // Exact grouping: two singleton step groups -> A^S = 0; A^E = +-0.5.
+    // Threshold 0.95: one step group with returns 1, 0 -> A^S = +-0.5 -> total +-1.
+    let a = "aaaaaaaaaaaaaaaaaaaa";
+    let b = "aaaaaaaaaabaaaaaaaaa";
+    let s = vec![
+        StepRecord::play("t", 0, 0, 0, a, 1.0),
+        StepRecord::play("t", 1, 0, 0, b, 0.0),
+    ];
+    let exact = compute_advantages(&s, &AdvantageConfig::default()).unwrap();
+    close(&exact.advantage, &[0.5, -0.5]);
+    let near = compute_advantages(
+        &s,
+        &AdvantageConfig {
+            anchor_similarity: 0.95,
+            ..AdvantageConfig::default()
+        },
+    )
+    .unwrap();
+    close(&near.advantage, &[1.0, -1.0]);
+    let bad = AdvantageConfig {
+        anchor_similarity: 0.0,
+        ..AdvantageConfig::default()
+    };
+    assert!(compute_advantages(&s, &bad)
+        .unwrap_err()
+        .to_string()
+        .contains("anchor_similarity"));
+}

@@ -1,8 +1,10 @@
 //! From samples to advantages in one call: rewards -> (MAGE differential rewards) -> returns and
 //! episode scores -> GiGPO / GRPO / RLOO, as configured.
 
+use crate::advantage::anchor::cluster_anchors;
 use crate::advantage::broadcast::broadcast_to_steps;
 use crate::advantage::gigpo::gigpo_advantages;
+use crate::advantage::group::group_indices;
 use crate::advantage::grpo::grpo_advantages;
 use crate::advantage::normalize::Normalization;
 use crate::advantage::penalty::penalized_score;
@@ -63,6 +65,9 @@ pub struct AdvantageConfig {
     pub signal: Signal,
     /// MAGE: replace rewards by differential attempt rewards before anything else.
     pub differential_rewards: bool,
+    /// GiGPO: anchors of one task group with similarity >= this share a step group
+    /// ([`crate::advantage::anchor_similarity`]); 1 = equal anchors only (the default).
+    pub anchor_similarity: f64,
 }
 
 impl Default for AdvantageConfig {
@@ -79,6 +84,7 @@ impl Default for AdvantageConfig {
             return_form: r.form,
             signal: Signal::Return,
             differential_rewards: false,
+            anchor_similarity: 1.0,
         }
     }
 }
@@ -106,6 +112,13 @@ impl AdvantageConfig {
         }
         if !self.step_weight.is_finite() {
             return Err(bad("step_weight", self.step_weight, "a finite number"));
+        }
+        if !(self.anchor_similarity > 0.0 && self.anchor_similarity <= 1.0) {
+            return Err(bad(
+                "anchor_similarity",
+                self.anchor_similarity,
+                "a number in (0, 1]",
+            ));
         }
         if !self.invalid_penalty.is_finite() {
             return Err(bad(
@@ -135,12 +148,30 @@ pub struct SampleAdvantages {
     pub step: Vec<f64>,
 }
 
-/// The step-group key of a sample: its anchor, or the one shared key of all reflections of a
-/// task (an enum, so no anchor text can collide with it).
+/// The step-group key of a sample within its task group: its anchor cluster, or the one shared
+/// key of all reflections of the task (an enum, so no anchor can collide with it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum StepAnchor<'a> {
-    Observation(&'a str),
+enum StepAnchor {
+    /// Anchor cluster id, unique within the task group.
+    Cluster(usize),
     Reflection,
+}
+
+/// The anchor cluster of every play sample within its task group (reflections get 0, unused).
+fn anchor_clusters(samples: &[StepRecord], threshold: f64) -> Vec<usize> {
+    let mut out = vec![0; samples.len()];
+    let keys: Vec<&str> = samples.iter().map(|s| s.task_key.as_str()).collect();
+    for group in group_indices(&keys) {
+        let play: Vec<usize> = group
+            .into_iter()
+            .filter(|&i| samples[i].kind == StepKind::Play)
+            .collect();
+        let anchors: Vec<&str> = play.iter().map(|&i| samples[i].anchor.as_str()).collect();
+        for (&i, c) in play.iter().zip(cluster_anchors(&anchors, threshold)) {
+            out[i] = c;
+        }
+    }
+    out
 }
 
 /// Computes advantages for a batch of samples (any order; several tasks and trials mixed).
@@ -182,10 +213,12 @@ pub fn compute_advantages(
     let task_keys: Vec<&str> = samples.iter().map(|s| s.task_key.as_str()).collect();
     let (episode, step, advantage) = match cfg.estimator {
         Estimator::Gigpo => {
+            let clusters = anchor_clusters(samples, cfg.anchor_similarity);
             let anchors: Vec<StepAnchor> = samples
                 .iter()
-                .map(|s| match s.kind {
-                    StepKind::Play => StepAnchor::Observation(&s.anchor),
+                .zip(&clusters)
+                .map(|(s, &c)| match s.kind {
+                    StepKind::Play => StepAnchor::Cluster(c),
                     StepKind::Reflect => StepAnchor::Reflection,
                 })
                 .collect();

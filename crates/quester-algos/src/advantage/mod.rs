@@ -1,6 +1,7 @@
 //! Advantage estimators: grouping, normalisation, GRPO, RLOO, GiGPO, the invalid penalty,
 //! broadcasting, and the all-in-one [`compute_advantages`].
 
+pub mod anchor;
 pub mod broadcast;
 pub mod estimate;
 pub mod gigpo;
@@ -10,6 +11,7 @@ pub mod normalize;
 pub mod penalty;
 pub mod rloo;
 
+pub use anchor::{anchor_similarity, cluster_anchors};
 pub use broadcast::broadcast_to_steps;
 pub use estimate::{compute_advantages, AdvantageConfig, Estimator, SampleAdvantages, Signal};
 pub use gigpo::{gigpo_advantages, GigpoAdvantages};
