@@ -4,6 +4,7 @@
 pub mod anchor;
 pub mod broadcast;
 pub mod estimate;
+pub mod gae;
 pub mod gigpo;
 pub mod group;
 pub mod grpo;
@@ -14,6 +15,7 @@ pub mod rloo;
 pub use anchor::{anchor_similarity, cluster_anchors};
 pub use broadcast::broadcast_to_steps;
 pub use estimate::{compute_advantages, AdvantageConfig, Estimator, SampleAdvantages, Signal};
+pub use gae::gae;
 pub use gigpo::{gigpo_advantages, GigpoAdvantages};
 pub use group::group_indices;
 pub use grpo::grpo_advantages;

@@ -8,6 +8,7 @@ pub mod kl;
 pub mod mask;
 pub mod policy;
 pub mod ppo;
+pub mod value;
 
 pub use aggregate::{aggregate, response_weights, Aggregation};
 pub use entropy::aggregated_entropy;
@@ -18,3 +19,4 @@ pub use policy::{
     policy_loss, LossStats, PolicyLoss, PolicyLossConfig, ResponseTokens, TokenObjective,
 };
 pub use ppo::{ppo_token, TokenTerm};
+pub use value::clipped_value_loss;
