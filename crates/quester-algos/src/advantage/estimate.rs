@@ -12,7 +12,7 @@ use crate::advantage::rloo::rloo_advantages;
 use crate::error::AlgoError;
 use crate::returns::{mage_differential_rewards, sample_returns, CrossAttemptReturn, ReturnConfig};
 use crate::sample::{StepKind, StepRecord};
-use crate::trial::layout_trials;
+use crate::trial::{layout_trials, TrialSlots};
 use serde::{Deserialize, Serialize};
 
 /// Which advantage estimator to use.
@@ -235,43 +235,16 @@ pub fn compute_advantages(
         }
         Estimator::Grpo | Estimator::Rloo => {
             let a = match cfg.signal {
-                Signal::Return | Signal::EpisodeScore => {
-                    let values: Vec<f64> = match cfg.signal {
-                        Signal::Return => returns
-                            .iter()
-                            .zip(samples)
-                            .map(|(&g, s)| penalized_score(g, s.invalid, cfg.invalid_penalty))
-                            .collect(),
-                        _ => scores.clone(),
-                    };
+                Signal::Return => {
+                    let values: Vec<f64> = returns
+                        .iter()
+                        .zip(samples)
+                        .map(|(&g, s)| penalized_score(g, s.invalid, cfg.invalid_penalty))
+                        .collect();
                     relative(cfg, &task_keys, &values)?
                 }
-                Signal::TrialScore => {
-                    let mut unit_of_sample = vec![0; samples.len()];
-                    let mut unit_keys = Vec::with_capacity(trials.len());
-                    let mut unit_values = Vec::with_capacity(trials.len());
-                    for (u, trial) in trials.iter().enumerate() {
-                        let mut value = 0.0;
-                        for slots in &trial.attempts {
-                            for &i in slots.play.iter().chain(slots.reflect.iter()) {
-                                unit_of_sample[i] = u;
-                                value += penalized_score(
-                                    if samples[i].kind == StepKind::Play {
-                                        rewards[i]
-                                    } else {
-                                        0.0
-                                    },
-                                    samples[i].invalid,
-                                    cfg.invalid_penalty,
-                                );
-                            }
-                        }
-                        unit_keys.push(trial.task_key.as_str());
-                        unit_values.push(value);
-                    }
-                    let per_trial = relative(cfg, &unit_keys, &unit_values)?;
-                    broadcast_to_steps(&unit_of_sample, &per_trial)?
-                }
+                Signal::EpisodeScore => relative(cfg, &task_keys, &scores)?,
+                Signal::TrialScore => trial_score_advantages(samples, &rewards, &trials, cfg)?,
             };
             let zeros = vec![0.0; samples.len()];
             (a.clone(), zeros, a)
@@ -285,6 +258,36 @@ pub fn compute_advantages(
         episode,
         step,
     })
+}
+
+/// EMPO2: one value per trial (play rewards minus the penalty per invalid sample), compared
+/// across the trials of its task group, then broadcast to every sample of the trial.
+fn trial_score_advantages(
+    samples: &[StepRecord],
+    rewards: &[f64],
+    trials: &[TrialSlots],
+    cfg: &AdvantageConfig,
+) -> Result<Vec<f64>, AlgoError> {
+    let mut unit_of_sample = vec![0; samples.len()];
+    let mut unit_keys = Vec::with_capacity(trials.len());
+    let mut unit_values = Vec::with_capacity(trials.len());
+    for (u, trial) in trials.iter().enumerate() {
+        let mut value = 0.0;
+        for slots in &trial.attempts {
+            for &i in slots.play.iter().chain(slots.reflect.iter()) {
+                unit_of_sample[i] = u;
+                let reward = match samples[i].kind {
+                    StepKind::Play => rewards[i],
+                    StepKind::Reflect => 0.0,
+                };
+                value += penalized_score(reward, samples[i].invalid, cfg.invalid_penalty);
+            }
+        }
+        unit_keys.push(trial.task_key.as_str());
+        unit_values.push(value);
+    }
+    let per_trial = relative(cfg, &unit_keys, &unit_values)?;
+    broadcast_to_steps(&unit_of_sample, &per_trial)
 }
 
 /// GRPO or RLOO of `values` within groups of equal `keys`.
