@@ -34,6 +34,7 @@
 pub mod advantage;
 pub mod error;
 pub mod loss;
+pub mod outcomes;
 pub mod passk;
 pub mod returns;
 pub mod reward;
@@ -48,6 +49,7 @@ pub use loss::{
     policy_loss, Aggregation, KlEstimator, LossStats, PolicyLoss, PolicyLossConfig, ResponseTokens,
     TokenObjective,
 };
+pub use outcomes::DistinctOutcomes;
 pub use passk::{pass_at_k, summarize, EvalSummary};
 pub use returns::{
     cross_attempt_returns, differential_rewards, discounted_returns, mage_differential_rewards,
