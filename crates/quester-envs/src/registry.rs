@@ -3,16 +3,20 @@
 use crate::env::{Env, EnvError};
 
 /// Every environment name the registry knows.
-pub const ENV_NAMES: &[&str] = &[];
+pub const ENV_NAMES: &[&str] = &["sokoban"];
 
 /// Builds the environment `name` from a config table (keys of that env's config struct; unknown
 /// keys are an error that lists the valid ones).
 pub fn make_env(name: &str, config: toml::Table) -> Result<Box<dyn Env>, EnvError> {
-    let _ = config;
-    Err(EnvError::UnknownEnv {
-        name: name.to_string(),
-        available: ENV_NAMES.join(", "),
-    })
+    match name {
+        "sokoban" => Ok(Box::new(crate::sokoban::Sokoban::new(
+            quester_config::from_table(config).map_err(|e| config_error(name, e))?,
+        )?)),
+        _ => Err(EnvError::UnknownEnv {
+            name: name.to_string(),
+            available: ENV_NAMES.join(", "),
+        }),
+    }
 }
 
 /// Converts a config error into an env error naming the env.
