@@ -102,3 +102,14 @@ fn impossible_window_fails_without_hanging() {
     let e = generate(&config, 1).unwrap_err().to_string();
     assert!(e.contains("seed 1"), "{e}");
 }
+
+#[test]
+fn seed_zero_golden_room() {
+    // Pinned so an unintended change of the generator or its RNG use shows up.
+    let g = generate(&SokobanConfig::default(), 0).unwrap();
+    assert_eq!(
+        g.room.render(),
+        "0: # # # # # #\n1: # # P _ _ #\n2: # # _ X X #\n3: # # # _ _ #\n4: # # O _ O #\n5: # # # # # #"
+    );
+    assert_eq!(g.solution_len, 12);
+}
