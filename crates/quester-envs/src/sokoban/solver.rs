@@ -165,7 +165,7 @@ impl Search {
             words,
             stride: words + 1,
             data: Vec::new(),
-            slots: vec![EMPTY_SLOT; 1024],
+            slots: vec![EMPTY_SLOT; 256],
             g: Vec::new(),
             parent: Vec::new(),
             closed: Vec::new(),
@@ -352,6 +352,11 @@ impl Search {
                             self.g.push(g2);
                             self.parent.push(idx);
                             self.closed.push(false);
+                            // A goal reached at the current bound f is optimal: every open
+                            // state has f >= the bound and h = 0 at goals.
+                            if h2 == 0 && g2 as usize == f && key[1..] == self.layout.targets[..] {
+                                return Ok(Some(child));
+                            }
                             self.push_bucket(g2 + h2, child);
                             if self.len() > max_states {
                                 return Err(SolveError::LimitReached { states: self.len() });
