@@ -284,3 +284,23 @@ fn level_file_is_loaded_on_reset() {
     assert!(e.contains("line 1") && e.contains("unknown symbol"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn config_values_are_checked() {
+    for (key, value) in [
+        ("search_depth", 5000),
+        ("search_depth", 0),
+        ("width", 2),
+        ("max_moves", 0),
+        ("max_moves_per_turn", 0),
+        ("min_solution_len", 30),
+    ] {
+        let mut t = toml::Table::new();
+        t.insert(key.into(), toml::Value::Integer(value));
+        let e = quester_envs::make_env("sokoban", t)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains(key), "{key}={value}: {e}");
+    }
+}

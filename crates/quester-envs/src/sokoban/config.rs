@@ -59,8 +59,12 @@ impl Default for SokobanConfig {
     }
 }
 
-/// Largest generated room side (generator states are 256-cell bitsets).
+/// Largest generated room, in cells (generator states are 256-cell bitsets).
 pub const MAX_GENERATED_CELLS: usize = 256;
+
+/// Largest reverse-play recursion budget: the search recurses once per level, and Python's
+/// default recursion limit (1000) bounds the reference the same way.
+pub const MAX_SEARCH_DEPTH: usize = 1000;
 
 impl SokobanConfig {
     /// Checks value ranges; the error names the key and the allowed values.
@@ -81,8 +85,8 @@ impl SokobanConfig {
         if self.num_boxes == 0 {
             return bad("num_boxes", ">= 1", self.num_boxes.to_string());
         }
-        if self.search_depth == 0 {
-            return bad("search_depth", ">= 1", "0".into());
+        if !(1..=MAX_SEARCH_DEPTH).contains(&self.search_depth) {
+            return bad("search_depth", "in 1..=1000", self.search_depth.to_string());
         }
         if self.max_moves == 0 {
             return bad("max_moves", ">= 1", "0".into());
