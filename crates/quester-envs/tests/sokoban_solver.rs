@@ -170,3 +170,55 @@ fn limit_is_reported_not_claimed_unsolvable() {
     );
     assert!(solve(&room).unwrap().is_some());
 }
+
+/// Random play on generated rooms: the env's deadlock endings agree with the brute-force BFS,
+/// and the rewards add up to -0.1 per move, +-1 per box on/off target, +10 for a win.
+#[test]
+fn env_deadlocks_and_rewards_agree_with_brute_force() {
+    use quester_envs::sokoban::Sokoban;
+    use quester_envs::Env;
+    let mut rng = ChaCha8Rng::seed_from_u64(99);
+    let (mut deadlocks, mut wins) = (0, 0);
+    for seed in 0..120 {
+        let mut env = Sokoban::new(SokobanConfig::default()).unwrap();
+        env.reset(seed).unwrap();
+        let start_on = env.room().unwrap().boxes_on_target() as f64;
+        let mut total = 0.0;
+        let mut turn = 0;
+        loop {
+            let k = rng.random_range(1..=3);
+            let moves: Vec<&str> = (0..k)
+                .map(|_| Dir::ALL[rng.random_range(0..4)].name())
+                .collect();
+            let s = env.step(&format!("<action>{}</action>", moves.join(", ")));
+            assert!(s.valid);
+            total += s.reward;
+            turn += 1;
+            let room = env.room().unwrap();
+            if s.done {
+                let moves = s.info["moves"].as_u64().unwrap() as f64;
+                let on = room.boxes_on_target() as f64;
+                let expected = -0.1 * moves + (on - start_on) + if s.won { 10.0 } else { 0.0 };
+                assert!((total - expected).abs() < 1e-9, "seed {seed}");
+                if s.info["deadlock"] == true {
+                    deadlocks += 1;
+                    assert_eq!(brute_force(room), None, "seed {seed}\n{}", room.render());
+                } else if s.won {
+                    wins += 1;
+                } else {
+                    assert_eq!(moves, 30.0);
+                    assert!(brute_force(room).is_some(), "seed {seed}");
+                }
+                break;
+            }
+            if turn % 3 == 0 {
+                assert!(
+                    brute_force(room).is_some(),
+                    "seed {seed}\n{}",
+                    room.render()
+                );
+            }
+        }
+    }
+    assert!(deadlocks > 20, "{deadlocks} deadlocks, {wins} wins");
+}
