@@ -6,7 +6,8 @@
 //! heuristic is the sum over boxes of the fewest pushes that bring each box to its nearest target
 //! on the empty board: admissible and consistent (one push changes it by at most one, and every
 //! edge costs at least one). Boxes are never pushed onto dead squares (cells from which no
-//! target can be reached even on the empty board), which removes only hopeless states.
+//! target can be reached even on the empty board), nor into a 2x2 block of walls and boxes that
+//! holds a box off target (none of them can move again); both remove only hopeless states.
 //!
 //! States are packed into one flat `u64` arena (player word + box bitset words) with an
 //! open-addressing index, so the search allocates nothing per state.
@@ -346,6 +347,9 @@ impl Search {
                         key[1..].copy_from_slice(&boxes);
                         key[1 + b / 64] &= !(1 << (b % 64));
                         key[1 + to / 64] |= 1 << (to % 64);
+                        if self.frozen_square(to, &key[1..]) {
+                            continue;
+                        }
                         let (child, new) = self.insert(&key);
                         let ci = child as usize;
                         if new {
@@ -371,6 +375,29 @@ impl Search {
             }
         }
         Ok(None)
+    }
+
+    /// Whether the box just pushed to `cell` completes a 2x2 square of walls and boxes holding a
+    /// box off target: none of those boxes can ever move again, so the state is dead.
+    fn frozen_square(&self, cell: usize, boxes: &[u64]) -> bool {
+        let nb = &self.layout.nb;
+        let blocked =
+            |c: u16| c == NONE || !self.layout.floor[c as usize] || has(boxes, c as usize);
+        let off_target =
+            |c: u16| c != NONE && has(boxes, c as usize) && !has(&self.layout.targets, c as usize);
+        // Vertical neighbour (up/down) and horizontal neighbour (left/right) of `cell`.
+        for v in [0, 1] {
+            for h in [2, 3] {
+                let a = nb[cell][v];
+                let b = nb[cell][h];
+                let corner = if a == NONE { NONE } else { nb[a as usize][h] };
+                let square = [cell as u16, a, b, corner];
+                if square.iter().all(|&c| blocked(c)) && square.iter().any(|&c| off_target(c)) {
+                    return true;
+                }
+            }
+        }
+        false
     }
 
     /// Expands the push chain ending at `goal` into single moves.
