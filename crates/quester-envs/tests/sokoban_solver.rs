@@ -152,6 +152,23 @@ fn hand_worked_lengths() {
 }
 
 #[test]
+fn microban_one() {
+    // Microban level 1 (David W. Skinner), converted to our symbols.
+    let room = parse_level(
+        "\
+# # # # # #
+# _ O # # #
+# _ _ # # #
+# √ P _ _ #
+# _ _ X _ #
+# _ _ # # #
+# # # # # #",
+    )
+    .unwrap();
+    assert_eq!(check(&room), Some(33));
+}
+
+#[test]
 fn limit_is_reported_not_claimed_unsolvable() {
     let room = parse_level(
         "\
