@@ -113,3 +113,22 @@ fn seed_zero_golden_room() {
     );
     assert_eq!(g.solution_len, 12);
 }
+
+#[test]
+fn deepest_search_fits_a_test_thread_stack() {
+    // search_depth at its bound on the largest room: the recursion must fit in 2 MiB.
+    let config = SokobanConfig {
+        width: 16,
+        height: 16,
+        num_boxes: 3,
+        search_depth: 1000,
+        max_explored_states: 20_000,
+        max_solution_len: 500,
+        ..SokobanConfig::default()
+    };
+    let handle = std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || generate(&config, 3).map(|g| g.solution_len))
+        .unwrap();
+    assert!(handle.join().unwrap().is_ok());
+}
