@@ -71,6 +71,35 @@ fn run_replay(args: RunArgs) -> anyhow::Result<()> {
 }
 
 fn run_solve(args: SolveArgs) -> anyhow::Result<()> {
-    let _ = args;
-    anyhow::bail!("sokoban solver not wired yet")
+    use quester_envs::sokoban::{parse_level, solve};
+    let text = std::fs::read_to_string(&args.level)
+        .with_context(|| format!("cannot read level file {}", args.level.display()))?;
+    let room =
+        parse_level(&text).with_context(|| format!("level file {}", args.level.display()))?;
+    // A search that hits its state limit is an error, never reported as "unsolvable".
+    let solution = solve(&room).with_context(|| format!("solving {}", args.level.display()))?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let moves: Vec<String> = solution.iter().flatten().map(|d| d.to_string()).collect();
+        let row = json!({
+            "solvable": solution.is_some(),
+            "moves": solution.as_ref().map(|s| s.len()),
+            "solution": moves,
+        });
+        writeln!(out, "{row}")?;
+    } else {
+        match &solution {
+            Some(moves) => {
+                let names: Vec<String> = moves.iter().map(|d| d.to_string()).collect();
+                writeln!(
+                    out,
+                    "solvable in {} moves: {}",
+                    moves.len(),
+                    names.join(", ")
+                )?;
+            }
+            None => writeln!(out, "unsolvable")?,
+        }
+    }
+    Ok(())
 }
