@@ -8,6 +8,7 @@
 pub mod action;
 pub mod env;
 pub mod registry;
+pub mod webshop;
 
 pub use env::{Env, EnvError, Info, Step};
 pub use registry::{make_env, ENV_NAMES};
