@@ -46,7 +46,8 @@ fn main() {
     let n = cat.goals.len() as f64;
     lat.sort_by(|a, b| a.total_cmp(b));
     let mean = lat.iter().sum::<f64>() / lat.len() as f64;
-    let p95 = lat[(lat.len() * 95 / 100).min(lat.len() - 1)];
+    let pct = |q: usize| lat[(lat.len() * q / 100).min(lat.len() - 1)];
+    let p95 = pct(95);
     println!(
         "recall@10 {:.4}  recall@50 {:.4}  (query = goal text, {} goals)",
         hit10 as f64 / n,
@@ -54,9 +55,12 @@ fn main() {
         cat.goals.len()
     );
     println!(
-        "search latency: mean {:.1} us, p95 {:.1} us",
+        "search latency: mean {:.1} us, p95 {:.1} us (p50 {:.1}, p99 {:.1}, max {:.1})",
         mean * 1e6,
-        p95 * 1e6
+        p95 * 1e6,
+        pct(50) * 1e6,
+        pct(99) * 1e6,
+        lat[lat.len() - 1] * 1e6
     );
 
     // Env throughput with random valid actions.

@@ -115,7 +115,9 @@ impl Bm25Index {
                 None => counts.push((t, 1)),
             }
         }
-        let mut scores: HashMap<u32, f64> = HashMap::new();
+        // Dense accumulator: 1000 documents, cheaper than a hash map per query.
+        let mut scores = vec![0.0f64; self.len()];
+        let mut touched: Vec<u32> = Vec::new();
         for (term, boost) in &counts {
             let Some(list) = self.postings.get(term) else {
                 continue;
@@ -124,12 +126,16 @@ impl Bm25Index {
             for &(doc, freq) in list {
                 let ni = self.norm_inverse[doc as usize];
                 let s = weight - weight / (1.0 + freq as f32 * ni);
-                *scores.entry(doc).or_insert(0.0) += s as f64;
+                let slot = &mut scores[doc as usize];
+                if *slot == 0.0 {
+                    touched.push(doc);
+                }
+                *slot += s as f64;
             }
         }
-        let mut ranked: Vec<(usize, f32)> = scores
+        let mut ranked: Vec<(usize, f32)> = touched
             .into_iter()
-            .map(|(d, s)| (d as usize, s as f32))
+            .map(|d| (d as usize, scores[d as usize] as f32))
             .collect();
         ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         ranked.truncate(k);
