@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Anchor for the WebShop search benchmark: the same catalogue and queries through `bm25s`
 (a fast Python BM25, method "lucene", k1 = 0.9, b = 0.4, English stop words, PyStemmer's
-Snowball English stemmer, i.e. the stemmer our Rust code uses). Upstream's pyserini needs Java
+Snowball English stemmer; ours is the original Porter stemmer, as Lucene's). Upstream's pyserini needs Java
 and a prebuilt index, which this machine cannot fetch, so bm25s stands in as the Python anchor.
 
     python3 -m venv bench/.venv && bench/.venv/bin/pip install bm25s PyStemmer numpy

@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 """Builds the WebShop parity fixtures used by crates/quester-envs/tests/webshop_*.rs.
 
-Run in a virtual environment with rapidfuzz and thefuzz from PyPI:
-    python3 -m venv /tmp/fuzzvenv && /tmp/fuzzvenv/bin/pip install rapidfuzz thefuzz
+Run in a virtual environment with rapidfuzz, thefuzz and nltk from PyPI:
+    python3 -m venv /tmp/fuzzvenv && /tmp/fuzzvenv/bin/pip install rapidfuzz thefuzz nltk
     /tmp/fuzzvenv/bin/python scripts/make_fuzz_fixture.py
 
 Writes, under crates/quester-envs/tests/fixtures/:
 - webshop_fuzz.json: >= 200 string pairs with rapidfuzz 3 `fuzz.token_set_ratio` (no processor),
   `utils.default_process` of each side, and thefuzz's `token_set_ratio` (what upstream calls).
 - webshop_pyrandom.json: CPython `random` outputs (seeded MT19937, shuffle, sample, uniform).
+- webshop_porter.json: 3000 catalogue words and their stems by NLTK's PorterStemmer in
+  MARTIN_EXTENSIONS mode (Martin Porter's reference implementation, which Lucene's
+  PorterStemFilter follows).
 - webshop_goals.json: the synthetic goals generated from the shipped catalogue the way upstream
   WebShop does with CPython's `random` (seed 42 for prices and price bounds, seed 233 for the
   shuffle), written independently here from the spec in /work/shared/specs/envs.md.
@@ -18,6 +21,7 @@ import itertools
 import json
 import os
 import random
+import re
 import sys
 
 import rapidfuzz
@@ -133,6 +137,15 @@ def goals(products, instructions):
                              if len(next(p for p in products if p["id"] == a)["product"]["pricing"]) > 1}}
 
 
+def porter_words(products):
+    from nltk.stem.porter import PorterStemmer
+    stemmer = PorterStemmer(mode=PorterStemmer.MARTIN_EXTENSIONS)
+    vocab = sorted({w for p in products for w in re.findall(r"[^\W\d_]+", p["contents"].lower())})
+    words = random.Random(11).sample(vocab, min(3000, len(vocab)))
+    words += ["ing", "ies", "sses", "eed", "y", "yy", "syzygy", "archaeology", "possibly"]
+    return {w: stemmer.stem(w, to_lowercase=False) for w in words}
+
+
 def main():
     products = load("products_1k.json")
     instructions = load("instructions_1k.json")
@@ -142,6 +155,8 @@ def main():
         json.dump({"meta": meta, "pairs": fuzz_pairs(products, instructions)}, f, ensure_ascii=False, indent=0)
     with open(os.path.join(OUT, "webshop_pyrandom.json"), "w") as f:
         json.dump(pyrandom_cases(), f, indent=0)
+    with open(os.path.join(OUT, "webshop_porter.json"), "w", encoding="utf-8") as f:
+        json.dump(porter_words(products), f, ensure_ascii=False, indent=0, sort_keys=True)
     with open(os.path.join(OUT, "webshop_goals.json"), "w", encoding="utf-8") as f:
         json.dump(goals(products, instructions), f, ensure_ascii=False, indent=0)
 

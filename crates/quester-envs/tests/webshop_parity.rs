@@ -117,3 +117,23 @@ fn goals_and_split_match_the_python_generation() {
         );
     }
 }
+
+#[test]
+fn porter_stemmer_matches_the_reference_implementation() {
+    use quester_envs::webshop::porter::porter_stem;
+    let f = fixture("webshop_porter.json");
+    let words = f.as_object().unwrap();
+    assert!(words.len() >= 3000);
+    let bad: Vec<String> = words
+        .iter()
+        .filter(|(w, s)| porter_stem(w) != s.as_str().unwrap())
+        .map(|(w, s)| format!("{w}: want {s}, ours {}", porter_stem(w)))
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "{} of {}:\n{}",
+        bad.len(),
+        words.len(),
+        bad.join("\n")
+    );
+}

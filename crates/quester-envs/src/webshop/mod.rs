@@ -14,6 +14,7 @@ pub mod env;
 pub mod fuzz;
 pub mod goals;
 pub mod pages;
+pub mod porter;
 pub mod pyrandom;
 pub mod reward;
 pub mod text;

@@ -1,10 +1,8 @@
 //! The search analyser: a Lucene `EnglishAnalyzer`-like chain. Standard tokenisation (the word
 //! rules of Unicode UAX #29, simplified), possessive `'s` removal, lower-casing, Lucene's English
-//! stop-word set, then stemming (Snowball English via `rust-stemmers`, see docs for why it is not
-//! bit-identical to Lucene's Porter filter).
+//! stop-word set, then the original Porter stemmer (as Lucene's `PorterStemFilter`).
 
-use rust_stemmers::{Algorithm, Stemmer};
-use std::sync::OnceLock;
+use super::porter::porter_stem;
 
 /// Lucene's `EnglishAnalyzer.ENGLISH_STOP_WORDS_SET` (33 words).
 pub const STOP_WORDS: &[&str] = &[
@@ -131,14 +129,8 @@ fn strip_possessive(token: &str) -> &str {
     token
 }
 
-fn stemmer() -> &'static Stemmer {
-    static STEMMER: OnceLock<Stemmer> = OnceLock::new();
-    STEMMER.get_or_init(|| Stemmer::create(Algorithm::English))
-}
-
 /// The full analyser: the terms that are indexed for `text` (and searched for a query).
 pub fn analyze(text: &str) -> Vec<String> {
-    let stemmer = stemmer();
     standard_tokens(text)
         .iter()
         .filter_map(|t| {
@@ -146,7 +138,7 @@ pub fn analyze(text: &str) -> Vec<String> {
             if lower.is_empty() || STOP_WORDS.contains(&lower.as_str()) {
                 return None;
             }
-            Some(stemmer.stem(&lower).into_owned())
+            Some(porter_stem(&lower))
         })
         .collect()
 }
