@@ -3,6 +3,7 @@
 //! Prints catalogue load time, recall@10/@50 of the goal product when searching with the goal
 //! text (all goals), search latency (mean, p95) and env steps/s with random valid actions.
 
+use quester_envs::webshop::bm25::Bm25Index;
 use quester_envs::webshop::{Catalogue, WebShopConfig, WebShopEnv};
 use quester_envs::Env;
 use rand::seq::IndexedRandom;
@@ -26,6 +27,16 @@ fn main() {
         cat.products.len(),
         cat.goals.len(),
         load_s * 1e3
+    );
+
+    // The index alone (part of the load above).
+    let docs: Vec<&str> = cat.products.iter().map(|p| p.contents.as_str()).collect();
+    let t = Instant::now();
+    let index = Bm25Index::build(&docs);
+    println!(
+        "  of which BM25 index build {:.1} ms ({} docs)",
+        t.elapsed().as_secs_f64() * 1e3,
+        index.len()
     );
 
     // Search quality and latency over every goal.

@@ -254,7 +254,18 @@ fn registry_builds_webshop_with_a_fixed_goal() {
         .err()
         .unwrap()
         .to_string();
-    assert!(err.contains("train") && err.contains("test"), "{err}");
+    assert!(
+        err.contains("`split`") && err.contains("\"train\", \"test\""),
+        "{err}"
+    );
+    let err = make_env("webshop", "reward = \"r\"".parse().unwrap())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("`reward`") && err.contains("\"success\""),
+        "{err}"
+    );
     let err = make_env("webshop", "goals = 1".parse().unwrap())
         .err()
         .unwrap()

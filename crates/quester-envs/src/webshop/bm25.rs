@@ -3,7 +3,7 @@
 //! norms (one byte, `SmallFloat.intToByte4`), f32 arithmetic, repeated query terms counted once per
 //! occurrence, ties broken by the lower document number.
 
-use super::text::analyze;
+use super::text::{analyze, analyze_cached};
 use std::collections::HashMap;
 
 /// Lucene's BM25 defaults as used by pyserini.
@@ -59,8 +59,9 @@ impl Bm25Index {
     pub fn build<S: AsRef<str>>(docs: &[S]) -> Self {
         let mut postings: HashMap<String, Vec<(u32, u32)>> = HashMap::new();
         let mut lengths = Vec::with_capacity(docs.len());
+        let mut memo = HashMap::new();
         for (d, doc) in docs.iter().enumerate() {
-            let terms = analyze(doc.as_ref());
+            let terms = analyze_cached(doc.as_ref(), &mut memo);
             lengths.push(terms.len() as u64);
             let mut tf: HashMap<String, u32> = HashMap::new();
             for t in terms {

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 /// Which goals `reset(seed)` draws from (upstream's split of the shuffled goal list).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "lowercase", try_from = "String")]
 pub enum Split {
     /// goals[500..]
     Train,
@@ -16,12 +16,40 @@ pub enum Split {
 
 /// What the buy step pays.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "lowercase", try_from = "String")]
 pub enum RewardMode {
     /// 10 when R == 1 else 0 (LaMer / verl-agent training signal).
     Success,
     /// R itself, in [0, 1].
     Score,
+}
+
+// Parsed by hand so that a bad value names its key (serde's enum error does not).
+impl TryFrom<String> for Split {
+    type Error = String;
+    fn try_from(v: String) -> Result<Self, String> {
+        match v.as_str() {
+            "train" => Ok(Split::Train),
+            "test" => Ok(Split::Test),
+            "all" => Ok(Split::All),
+            _ => Err(format!(
+                "`split` = \"{v}\": expected one of \"train\", \"test\", \"all\""
+            )),
+        }
+    }
+}
+
+impl TryFrom<String> for RewardMode {
+    type Error = String;
+    fn try_from(v: String) -> Result<Self, String> {
+        match v.as_str() {
+            "success" => Ok(RewardMode::Success),
+            "score" => Ok(RewardMode::Score),
+            _ => Err(format!(
+                "`reward` = \"{v}\": expected one of \"success\", \"score\""
+            )),
+        }
+    }
 }
 
 /// WebShop config. Defaults are LaMer's.

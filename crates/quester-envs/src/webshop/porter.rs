@@ -98,13 +98,17 @@ impl Stemmer {
 
     /// Whether `b[0..=k]` ends with `s`; on success sets `j` to the index before it.
     fn ends(&mut self, s: &str) -> bool {
-        let suffix: Vec<char> = s.chars().collect();
-        let l = suffix.len();
+        // Suffixes are ASCII, so bytes are chars; compare backwards without allocating.
+        let l = s.len();
         if l > self.k + 1 {
             return false;
         }
         let o = self.k + 1 - l;
-        if self.b[o..=self.k] != suffix[..] {
+        if !s
+            .bytes()
+            .zip(&self.b[o..=self.k])
+            .all(|(x, &c)| x as char == c)
+        {
             return false;
         }
         self.j = self.k as isize - l as isize;

@@ -3,6 +3,7 @@
 //! stop-word set, then the original Porter stemmer (as Lucene's `PorterStemFilter`).
 
 use super::porter::porter_stem;
+use std::collections::HashMap;
 
 /// Lucene's `EnglishAnalyzer.ENGLISH_STOP_WORDS_SET` (33 words).
 pub const STOP_WORDS: &[&str] = &[
@@ -131,6 +132,23 @@ fn strip_possessive(token: &str) -> &str {
 
 /// The full analyser: the terms that are indexed for `text` (and searched for a query).
 pub fn analyze(text: &str) -> Vec<String> {
+    analyze_with(text, &mut |w| porter_stem(w))
+}
+
+/// [`analyze`] with a memo of stems, for indexing many documents (the vocabulary is much smaller
+/// than the token count).
+pub fn analyze_cached(text: &str, memo: &mut HashMap<String, String>) -> Vec<String> {
+    analyze_with(text, &mut |w| {
+        if let Some(s) = memo.get(w) {
+            return s.clone();
+        }
+        let s = porter_stem(w);
+        memo.insert(w.to_string(), s.clone());
+        s
+    })
+}
+
+fn analyze_with(text: &str, stem: &mut dyn FnMut(&str) -> String) -> Vec<String> {
     standard_tokens(text)
         .iter()
         .filter_map(|t| {
@@ -138,7 +156,7 @@ pub fn analyze(text: &str) -> Vec<String> {
             if lower.is_empty() || STOP_WORDS.contains(&lower.as_str()) {
                 return None;
             }
-            Some(porter_stem(&lower))
+            Some(stem(&lower))
         })
         .collect()
 }
