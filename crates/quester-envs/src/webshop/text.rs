@@ -29,6 +29,9 @@ enum Class {
     ExtendNumLet,
     /// Ideographs, Hiragana: one token per character.
     Ideograph,
+    /// Combining marks, joiners, variation selectors: part of the preceding character (UAX #29
+    /// rule WB4).
+    Extend,
     Other,
 }
 
@@ -42,6 +45,14 @@ fn class(c: char) -> Class {
         | '\u{FF0E}' => Class::MidNumLet,
         ',' | ';' | '\u{037E}' | '\u{0589}' | '\u{066C}' | '\u{FE50}' | '\u{FE54}' | '\u{FF0C}'
         | '\u{FF1B}' => Class::MidNum,
+        '\u{0300}'..='\u{036F}'
+        | '\u{1AB0}'..='\u{1AFF}'
+        | '\u{1DC0}'..='\u{1DFF}'
+        | '\u{200C}'
+        | '\u{200D}'
+        | '\u{20D0}'..='\u{20FF}'
+        | '\u{FE00}'..='\u{FE0F}'
+        | '\u{FE20}'..='\u{FE2F}' => Class::Extend,
         '\u{3040}'..='\u{309F}'
         | '\u{3400}'..='\u{4DBF}'
         | '\u{4E00}'..='\u{9FFF}'
@@ -72,14 +83,26 @@ fn is_word(c: Class) -> bool {
 /// Standard tokenisation: words as UAX #29 delimits them (`don't`, `3.5`, `1,000`, `u.s.a`,
 /// `32oz` stay whole; hyphens, slashes and spaces split), keeping the original case.
 pub fn standard_tokens(text: &str) -> Vec<String> {
+    // WB4: extending characters attach to the character before them and are otherwise ignored
+    // by the rules, so the rules run over base characters ("units": a char range + its class).
     let chars: Vec<char> = text.chars().collect();
-    let classes: Vec<Class> = chars.iter().map(|&c| class(c)).collect();
+    let mut units: Vec<(usize, usize, Class)> = Vec::with_capacity(chars.len());
+    for (i, &c) in chars.iter().enumerate() {
+        let cl = class(c);
+        match (cl, units.last_mut()) {
+            (Class::Extend, Some(prev)) => prev.1 = i + 1,
+            (Class::Extend, None) => {}
+            _ => units.push((i, i + 1, cl)),
+        }
+    }
+    let text_of =
+        |a: usize, b: usize| -> String { chars[units[a].0..units[b - 1].1].iter().collect() };
     let mut out = Vec::new();
     let mut i = 0;
-    while i < chars.len() {
-        let c = classes[i];
+    while i < units.len() {
+        let c = units[i].2;
         if c == Class::Ideograph {
-            out.push(chars[i].to_string());
+            out.push(text_of(i, i + 1));
             i += 1;
             continue;
         }
@@ -90,22 +113,25 @@ pub fn standard_tokens(text: &str) -> Vec<String> {
         let start = i;
         let mut end = i + 1; // exclusive
         loop {
-            if end < chars.len() && is_word(classes[end]) {
+            if end < units.len() && is_word(units[end].2) {
                 end += 1;
                 continue;
             }
-            if end + 1 < chars.len() && joins(classes[end], classes[end - 1], classes[end + 1]) {
+            if end + 1 < units.len() && joins(units[end].2, units[end - 1].2, units[end + 1].2) {
                 end += 2;
                 continue;
             }
             break;
         }
-        let has_alnum = classes[start..end]
+        if units[start..end]
             .iter()
-            .any(|c| matches!(c, Class::Letter | Class::Digit));
-        if has_alnum {
-            for chunk in chars[start..end].chunks(MAX_TOKEN_CHARS) {
-                out.push(chunk.iter().collect());
+            .any(|u| matches!(u.2, Class::Letter | Class::Digit))
+        {
+            let mut a = start;
+            while a < end {
+                let b = (a + MAX_TOKEN_CHARS).min(end);
+                out.push(text_of(a, b));
+                a = b;
             }
         }
         i = end;
@@ -176,6 +202,11 @@ mod tests {
             vec!["description:solid", "wood", "fir", "a_b"]
         );
         assert_eq!(standard_tokens("茶叶 tea"), vec!["茶", "叶", "tea"]);
+        // Combining marks stay inside the word.
+        assert_eq!(
+            standard_tokens("e\u{301}te\u{301} cafe"),
+            vec!["e\u{301}te\u{301}", "cafe"]
+        );
         assert!(standard_tokens("").is_empty());
     }
 
