@@ -293,3 +293,17 @@ proptest::proptest! {
         let _ = env.step(&format!("<action>click[{s}]</action>"));
     }
 }
+
+proptest::proptest! {
+    #[test]
+    fn text_functions_never_panic(s in ".*", w in "[a-z]{0,14}", t in "[ a-zA-Z0-9,.'-]{0,30}") {
+        use quester_envs::webshop::{fuzz, porter, text};
+        let _ = porter::porter_stem(&w);
+        let _ = porter::porter_stem(&s);
+        let _ = text::analyze(&s);
+        let _ = text::analyze(&t);
+        let r = fuzz::token_set_ratio(&s, &t);
+        proptest::prop_assert!((0.0..=100.0).contains(&r));
+        proptest::prop_assert!(fuzz::thefuzz_token_set_ratio(&t, &s) <= 100);
+    }
+}
