@@ -307,3 +307,26 @@ proptest::proptest! {
         proptest::prop_assert!(fuzz::thefuzz_token_set_ratio(&t, &s) <= 100);
     }
 }
+
+#[test]
+fn config_presets_build_the_env() {
+    let dir = format!("{}/../../configs", env!("CARGO_MANIFEST_DIR"));
+    let mut n = 0;
+    for algo in ["lamer", "gigpo", "grpo"] {
+        for kind in ["cpu", "paper"] {
+            let path = format!("{dir}/{algo}_webshop_{kind}.toml");
+            let table: toml::Table = std::fs::read_to_string(&path).unwrap().parse().unwrap();
+            let env = table["env"].as_table().unwrap();
+            let name = env["name"].as_str().unwrap();
+            let config = env["config"].as_table().unwrap().clone();
+            let built = make_env(name, config).unwrap();
+            assert_eq!(built.name(), "webshop");
+            assert_eq!(built.max_turns(), 12);
+            let algorithm = table["algorithm"].as_table().unwrap();
+            assert_eq!(algorithm["traj_gamma"].as_float(), Some(0.6), "{path}");
+            assert_eq!(algorithm["step_gamma"].as_float(), Some(0.95), "{path}");
+            n += 1;
+        }
+    }
+    assert_eq!(n, 6);
+}

@@ -3,7 +3,7 @@
 //! The catalogue ships gzip-compressed inside the binary ([`catalogue`]); search is our own BM25
 //! with a Lucene-like English analyser ([`text`], [`bm25`]); goals are upstream's synthetic goals
 //! with upstream's seeded shuffle ([`goals`], [`pyrandom`]); the purchase reward follows upstream's
-//! formula ([`reward`], [`fuzz`]); [`pages`] is the page model and [`env`] the [`crate::Env`].
+//! formula ([`reward`], [`fuzz`]); [`pages`] is the page model and [`mod@env`] the [`crate::Env`].
 //! See `docs/envs/webshop.md`.
 
 pub mod action;
