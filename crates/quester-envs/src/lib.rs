@@ -13,6 +13,7 @@ pub mod minesweeper;
 pub mod registry;
 pub mod sokoban;
 pub mod tictactoe;
+pub mod webshop;
 
 pub use env::{Env, EnvError, Info, Step};
 pub use registry::{make_env, ENV_NAMES};

@@ -3,7 +3,14 @@
 use crate::env::{Env, EnvError};
 
 /// Every environment name the registry knows.
-pub const ENV_NAMES: &[&str] = &["sokoban", "minesweeper", "tictactoe", "kuhn", "bandit"];
+pub const ENV_NAMES: &[&str] = &[
+    "sokoban",
+    "minesweeper",
+    "webshop",
+    "tictactoe",
+    "kuhn",
+    "bandit",
+];
 
 /// Builds the environment `name` from a config table (keys of that env's config struct; unknown
 /// keys are an error that lists the valid ones).
@@ -20,6 +27,10 @@ pub fn make_env(name: &str, config: toml::Table) -> Result<Box<dyn Env>, EnvErro
         )?)),
         "kuhn" => Ok(Box::new(crate::kuhn::KuhnEnv::from_table(config)?)),
         "bandit" => Ok(Box::new(crate::bandit::BanditEnv::from_table(config)?)),
+        "webshop" => {
+            let cfg = quester_config::from_table(config).map_err(|e| config_error(name, e))?;
+            Ok(Box::new(crate::webshop::WebShopEnv::new(cfg)?))
+        }
         _ => Err(EnvError::UnknownEnv {
             name: name.to_string(),
             available: ENV_NAMES.join(", "),
