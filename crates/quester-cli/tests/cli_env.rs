@@ -194,3 +194,52 @@ fn play_reads_typed_actions_until_eof() {
     assert!(text.contains("Row 1:"), "{text}");
     assert!(text.contains("valid false"), "{text}");
 }
+
+#[test]
+fn run_webshop_purchase_reports_reward_parts() {
+    use quester_envs::webshop::Catalogue;
+    let cat = Catalogue::shared().unwrap();
+    // The first goal whose product the search puts on the first results page.
+    let (idx, goal) = cat
+        .goals
+        .iter()
+        .enumerate()
+        .find(|(_, g)| {
+            cat.search(&g.text.to_lowercase(), 10)
+                .iter()
+                .any(|&p| cat.products[p].asin == g.asin)
+        })
+        .unwrap();
+    let mut lines = vec![
+        format!("<action>search[{}]</action>", goal.text),
+        format!("<action>click[{}]</action>", goal.asin.to_lowercase()),
+    ];
+    for (_, value) in &goal.options {
+        lines.push(format!("<action>click[{value}]</action>"));
+    }
+    lines.push("<action>click[buy now]</action>".to_string());
+    let actions = temp_file("webshop.txt", &lines.join("\n"));
+    let out = quester(&[
+        "env",
+        "run",
+        "webshop",
+        "--set",
+        &format!("goal={idx}"),
+        "--actions",
+        actions.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows = json_lines(&out);
+    let last = rows.last().unwrap();
+    assert_eq!(last["done"], true);
+    assert_eq!(last["won"], true);
+    assert_eq!(last["info"]["R"], 1.0);
+    assert_eq!(last["info"]["goal"], goal.text.as_str());
+    for row in &rows[1..] {
+        assert_eq!(row["valid"], true, "{row}");
+    }
+}
