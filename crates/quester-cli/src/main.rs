@@ -1,12 +1,47 @@
-//! `quester`: train, evaluate, play, benchmark, report.
+//! `quester`: train, evaluate, play an environment by hand, benchmark, report.
 
-use clap::Parser;
+mod cmd_env;
+mod cmd_play;
+
+use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
 #[command(name = "quester", version, about = "Train LLM agents that explore")]
-struct Cli {}
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
 
-fn main() -> anyhow::Result<()> {
-    let _cli = Cli::parse();
-    Ok(())
+#[derive(Subcommand)]
+enum Command {
+    /// Play an environment by hand in the terminal.
+    Play(cmd_play::PlayArgs),
+    /// Environment tools: replay responses, solve Sokoban levels.
+    #[command(subcommand)]
+    Env(cmd_env::EnvCommand),
+}
+
+fn main() -> std::process::ExitCode {
+    init_tracing();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Play(args) => cmd_play::run(args),
+        Command::Env(cmd) => cmd_env::run(cmd),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("QUESTER_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
 }

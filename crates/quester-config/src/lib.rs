@@ -49,7 +49,9 @@ pub fn read_table(path: &Path) -> Result<toml::Table, ConfigError> {
 pub fn parse_value(text: &str) -> toml::Value {
     let wrapped = format!("v = {text}");
     match wrapped.parse::<toml::Table>() {
-        Ok(mut t) => t.remove("v").unwrap_or_else(|| toml::Value::String(text.to_string())),
+        Ok(mut t) => t
+            .remove("v")
+            .unwrap_or_else(|| toml::Value::String(text.to_string())),
         Err(_) => toml::Value::String(text.to_string()),
     }
 }
@@ -108,7 +110,9 @@ pub fn from_table<T: DeserializeOwned>(table: toml::Table) -> Result<T, ConfigEr
 }
 
 /// Builds a config from key=value overrides alone (defaults for the rest).
-pub fn from_overrides<T: DeserializeOwned, S: AsRef<str>>(overrides: &[S]) -> Result<T, ConfigError> {
+pub fn from_overrides<T: DeserializeOwned, S: AsRef<str>>(
+    overrides: &[S],
+) -> Result<T, ConfigError> {
     let mut table = toml::Table::new();
     apply_overrides(&mut table, overrides)?;
     from_table(table)
@@ -137,7 +141,11 @@ mod tests {
     #[test]
     fn dotted_override_sets_nested_value() {
         let mut t: toml::Table = "[algorithm]\ntraj_gamma = 0.9\n".parse().unwrap();
-        apply_overrides(&mut t, &["algorithm.traj_gamma=0.6", "algorithm.name=lamer"]).unwrap();
+        apply_overrides(
+            &mut t,
+            &["algorithm.traj_gamma=0.6", "algorithm.name=lamer"],
+        )
+        .unwrap();
         let top: Top = from_table(t).unwrap();
         assert_eq!(top.algorithm.traj_gamma, 0.6);
         assert_eq!(top.algorithm.name, "lamer");
@@ -155,7 +163,10 @@ mod tests {
     fn values_parse_as_toml_or_fall_back_to_strings() {
         assert_eq!(parse_value("3"), toml::Value::Integer(3));
         assert_eq!(parse_value("true"), toml::Value::Boolean(true));
-        assert_eq!(parse_value("sokoban"), toml::Value::String("sokoban".into()));
+        assert_eq!(
+            parse_value("sokoban"),
+            toml::Value::String("sokoban".into())
+        );
         assert_eq!(parse_value("\"a b\""), toml::Value::String("a b".into()));
     }
 

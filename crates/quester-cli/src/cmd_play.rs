@@ -1,0 +1,112 @@
+//! `quester play ENV`: an environment in the terminal, one typed action per turn.
+
+use anyhow::Context;
+use quester_envs::{make_env, Env};
+use std::io::{BufRead, Write};
+
+#[derive(clap::Args)]
+pub struct PlayArgs {
+    /// Environment name (sokoban, minesweeper, webshop, tictactoe, kuhn, bandit).
+    pub env: String,
+    /// Task seed.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Environment config overrides, e.g. --set num_boxes=3.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub overrides: Vec<String>,
+}
+
+/// Builds an environment from its name and `key=value` overrides.
+pub fn build_env(name: &str, overrides: &[String]) -> anyhow::Result<Box<dyn Env>> {
+    let mut table = toml::Table::new();
+    quester_config::apply_overrides(&mut table, overrides)?;
+    Ok(make_env(name, table)?)
+}
+
+/// What the player typed, as a model response: bare text is wrapped in an action tag so that
+/// `up, left` works as well as `<action>up, left</action>`.
+pub fn as_response(line: &str) -> String {
+    if line.to_ascii_lowercase().contains("<action>") {
+        line.to_string()
+    } else {
+        format!("<action>{}</action>", line.trim())
+    }
+}
+
+pub fn run(args: PlayArgs) -> anyhow::Result<()> {
+    let mut env = build_env(&args.env, &args.overrides)?;
+    let mut seed = args.seed;
+    let stdin = std::io::stdin();
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{}\n", env.rules())?;
+    writeln!(
+        out,
+        "Type an action (bare or inside <action>...</action>); :restart replays the task, \
+         :reset [SEED] starts a new one, :quit leaves.\n"
+    )?;
+    let obs = env
+        .reset(seed)
+        .with_context(|| format!("reset {} with seed {seed}", args.env))?;
+    show_observation(&mut out, env.as_ref(), &obs)?;
+    let mut total = 0.0;
+    for line in stdin.lock().lines() {
+        let line = line.context("reading standard input")?;
+        let cmd = line.trim();
+        if cmd.is_empty() {
+            continue;
+        }
+        if cmd == ":quit" || cmd == ":q" {
+            break;
+        }
+        if cmd == ":restart" {
+            total = 0.0;
+            let obs = env.restart()?;
+            show_observation(&mut out, env.as_ref(), &obs)?;
+            continue;
+        }
+        if let Some(rest) = cmd.strip_prefix(":reset") {
+            seed = match rest.trim() {
+                "" => seed.wrapping_add(1),
+                s => s
+                    .parse()
+                    .with_context(|| format!("`{s}` is not a seed (a non-negative integer)"))?,
+            };
+            total = 0.0;
+            let obs = env.reset(seed)?;
+            writeln!(out, "-- task seed {seed}")?;
+            show_observation(&mut out, env.as_ref(), &obs)?;
+            continue;
+        }
+        let step = env.step(&as_response(cmd));
+        total += step.reward;
+        writeln!(
+            out,
+            "reward {:+.2} (total {:+.2})  valid {}  done {}  won {}",
+            step.reward, total, step.valid, step.done, step.won
+        )?;
+        if !step.info.is_empty() {
+            writeln!(out, "info {}", serde_json::Value::Object(step.info.clone()))?;
+        }
+        show_observation(&mut out, env.as_ref(), &step.observation)?;
+        if step.done {
+            writeln!(
+                out,
+                "-- episode over ({}). :restart, :reset [SEED] or :quit",
+                if step.won { "won" } else { "not won" }
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn show_observation(out: &mut impl Write, env: &dyn Env, obs: &str) -> anyhow::Result<()> {
+    writeln!(out, "{obs}")?;
+    if let Some(actions) = env.admissible_actions() {
+        if !env.is_done() {
+            writeln!(out, "actions: {}", actions.join(" | "))?;
+        }
+    }
+    write!(out, "> ")?;
+    out.flush()?;
+    Ok(())
+}
