@@ -6,8 +6,12 @@
 //! Nothing here depends on an ML library, so this crate builds and tests in seconds.
 
 pub mod action;
+pub mod bandit;
 pub mod env;
+pub mod kuhn;
+pub mod minesweeper;
 pub mod registry;
+pub mod tictactoe;
 
 pub use env::{Env, EnvError, Info, Step};
 pub use registry::{make_env, ENV_NAMES};

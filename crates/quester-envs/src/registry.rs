@@ -3,16 +3,25 @@
 use crate::env::{Env, EnvError};
 
 /// Every environment name the registry knows.
-pub const ENV_NAMES: &[&str] = &[];
+pub const ENV_NAMES: &[&str] = &["minesweeper", "tictactoe", "kuhn", "bandit"];
 
 /// Builds the environment `name` from a config table (keys of that env's config struct; unknown
 /// keys are an error that lists the valid ones).
 pub fn make_env(name: &str, config: toml::Table) -> Result<Box<dyn Env>, EnvError> {
-    let _ = config;
-    Err(EnvError::UnknownEnv {
-        name: name.to_string(),
-        available: ENV_NAMES.join(", "),
-    })
+    match name {
+        "minesweeper" => Ok(Box::new(crate::minesweeper::MineSweeperEnv::from_table(
+            config,
+        )?)),
+        "tictactoe" => Ok(Box::new(crate::tictactoe::TicTacToeEnv::from_table(
+            config,
+        )?)),
+        "kuhn" => Ok(Box::new(crate::kuhn::KuhnEnv::from_table(config)?)),
+        "bandit" => Ok(Box::new(crate::bandit::BanditEnv::from_table(config)?)),
+        _ => Err(EnvError::UnknownEnv {
+            name: name.to_string(),
+            available: ENV_NAMES.join(", "),
+        }),
+    }
 }
 
 /// Converts a config error into an env error naming the env.
