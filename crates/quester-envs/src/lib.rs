@@ -11,6 +11,7 @@ pub mod env;
 pub mod kuhn;
 pub mod minesweeper;
 pub mod registry;
+pub mod sokoban;
 pub mod tictactoe;
 
 pub use env::{Env, EnvError, Info, Step};

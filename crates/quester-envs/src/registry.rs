@@ -3,12 +3,15 @@
 use crate::env::{Env, EnvError};
 
 /// Every environment name the registry knows.
-pub const ENV_NAMES: &[&str] = &["minesweeper", "tictactoe", "kuhn", "bandit"];
+pub const ENV_NAMES: &[&str] = &["sokoban", "minesweeper", "tictactoe", "kuhn", "bandit"];
 
 /// Builds the environment `name` from a config table (keys of that env's config struct; unknown
 /// keys are an error that lists the valid ones).
 pub fn make_env(name: &str, config: toml::Table) -> Result<Box<dyn Env>, EnvError> {
     match name {
+        "sokoban" => Ok(Box::new(crate::sokoban::Sokoban::new(
+            quester_config::from_table(config).map_err(|e| config_error(name, e))?,
+        )?)),
         "minesweeper" => Ok(Box::new(crate::minesweeper::MineSweeperEnv::from_table(
             config,
         )?)),
