@@ -1,4 +1,27 @@
 //! Orchestration: rollouts over many environments, LaMer trials, the training loop.
+//!
+//! Entry points for the CLI: [`train`] (with `resume`), [`evaluate`]. Lower level:
+//! [`rollout::run_trials`] plays trials with any [`policy::Policy`];
+//! [`trainer::Trainer`] runs the loop with any [`policy::TrainablePolicy`] and env factory.
+
+pub mod api;
+pub mod config;
+pub mod error;
+pub mod memory;
+pub mod policy;
+pub mod prompts;
+pub mod rng;
+pub mod rollout;
+pub mod sample;
+
+pub use config::TrainConfig;
+pub use error::TrainError;
+pub mod run_dir;
+pub mod scoring;
+pub mod trainer;
+
 pub mod openai;
 pub mod report;
 pub mod serve;
+
+pub use api::{evaluate, resume, train, EvalReport};

@@ -1,0 +1,116 @@
+//! The library entry points the CLI calls: [`train`], [`resume`], [`evaluate`].
+
+use serde::Serialize;
+use std::path::Path;
+
+use crate::config::{PolicyKind, TrainConfig};
+use crate::error::TrainError;
+use crate::policy::tabular::TabularPolicy;
+use crate::policy::TrainablePolicy;
+use crate::prompts::PromptTemplates;
+use crate::rollout::EnvFactory;
+use crate::run_dir::RunDir;
+use crate::trainer::{evaluate_policy, metrics, TrainSummary, Trainer};
+
+/// Builds the policy a config asks for (untrained; a checkpoint may be loaded into it).
+pub fn build_policy(cfg: &TrainConfig) -> Result<Box<dyn TrainablePolicy>, TrainError> {
+    match cfg.model.kind {
+        PolicyKind::Tabular => {
+            let p = TabularPolicy::new(
+                cfg.model.tabular_candidates.clone(),
+                cfg.training.lr,
+                cfg.training.grad_clip,
+            );
+            Ok(Box::new(if cfg.model.tabular_adam {
+                p.with_adam()
+            } else {
+                p
+            }))
+        }
+        PolicyKind::Native => crate::policy::native::build(cfg),
+    }
+}
+
+/// The environment factory of a config (the registry's env with `env.settings`).
+pub fn env_factory(cfg: &TrainConfig) -> Box<EnvFactory<'static>> {
+    let name = cfg.env.name.clone();
+    let settings = cfg.env.settings.clone();
+    Box::new(move || quester_envs::make_env(&name, settings.clone()))
+}
+
+/// Trains per `cfg` into `run_dir` (a fresh run, or with `resume` the continuation of the run
+/// already there from its last checkpoint; the config must then equal the run's own).
+pub fn train(cfg: &TrainConfig, run_dir: &Path, resume: bool) -> Result<TrainSummary, TrainError> {
+    // Fail on a bad env name or settings before building the model.
+    let factory = env_factory(cfg);
+    factory()?;
+    let policy = build_policy(cfg)?;
+    let mut trainer = Trainer::new(cfg.clone(), policy, factory, run_dir, resume)?;
+    trainer.run()
+}
+
+/// Continues the run in `run_dir` with its own config.resolved.toml.
+pub fn resume(run_dir: &Path) -> Result<TrainSummary, TrainError> {
+    let path = RunDir::new(run_dir).config_path();
+    let table = quester_config::read_table(&path)?;
+    let cfg = TrainConfig::from_table(table)?;
+    train(&cfg, run_dir, true)
+}
+
+/// What [`evaluate`] reports (also written as eval.json).
+#[derive(Debug, Clone, Serialize)]
+pub struct EvalReport {
+    pub env: String,
+    pub method: String,
+    pub tasks: usize,
+    pub num_attempts: usize,
+    pub pass_at: Vec<f64>,
+    pub reward_mean: f64,
+    pub invalid_rate: f64,
+    pub seconds: f64,
+}
+
+/// Evaluates the policy of `cfg` (with the weights of `checkpoint`, a checkpoint folder, when
+/// given) on `eval.tasks` held-out tasks; with `out_dir`, writes eval.json and every trial to
+/// eval_trajectories.jsonl there.
+pub fn evaluate(
+    cfg: &TrainConfig,
+    checkpoint: Option<&Path>,
+    out_dir: Option<&Path>,
+) -> Result<EvalReport, TrainError> {
+    cfg.validate()?;
+    let factory = env_factory(cfg);
+    factory()?;
+    let mut policy = build_policy(cfg)?;
+    if let Some(dir) = checkpoint {
+        policy.load(dir)?;
+    }
+    let templates =
+        PromptTemplates::load(&cfg.env.name, &cfg.env.play_prompt, &cfg.env.reflect_prompt)?;
+    let t = std::time::Instant::now();
+    let ev = evaluate_policy(policy.as_mut(), &*factory, cfg, &templates)?;
+    let report = EvalReport {
+        env: cfg.env.name.clone(),
+        method: format!("{:?}", cfg.algorithm.method).to_lowercase(),
+        tasks: cfg.eval.tasks,
+        num_attempts: cfg.eval.num_attempts,
+        pass_at: ev.pass_at.clone(),
+        reward_mean: ev.reward_mean,
+        invalid_rate: ev.invalid_rate,
+        seconds: t.elapsed().as_secs_f64(),
+    };
+    if let Some(dir) = out_dir {
+        std::fs::create_dir_all(dir).map_err(|e| TrainError::io(dir, e))?;
+        let p = dir.join("eval.json");
+        let text =
+            serde_json::to_string_pretty(&report).map_err(|e| TrainError::Policy(e.to_string()))?;
+        std::fs::write(&p, text).map_err(|e| TrainError::io(&p, e))?;
+        let rows: Vec<serde_json::Value> = ev
+            .trials
+            .iter()
+            .map(|t| metrics::trajectory_row(0, "eval", t, None))
+            .collect();
+        RunDir::new(dir).append_trajectories(&rows)?;
+    }
+    Ok(report)
+}

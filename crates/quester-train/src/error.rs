@@ -1,0 +1,33 @@
+//! Errors of the training crate.
+
+/// Anything that stops a rollout, a training run or an evaluation.
+#[derive(Debug, thiserror::Error)]
+pub enum TrainError {
+    #[error(transparent)]
+    ConfigFile(#[from] quester_config::ConfigError),
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    #[error(transparent)]
+    Env(#[from] quester_envs::EnvError),
+    #[error("policy: {0}")]
+    Policy(String),
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    Corrupt { path: String, message: String },
+    #[error("resume: {0}")]
+    Resume(String),
+}
+
+impl TrainError {
+    /// An I/O error naming the path.
+    pub fn io(path: &std::path::Path, source: std::io::Error) -> Self {
+        TrainError::Io {
+            path: path.display().to_string(),
+            source,
+        }
+    }
+}

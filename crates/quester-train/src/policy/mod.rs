@@ -1,0 +1,126 @@
+//! The policy interface the rollout engine and the training loop drive.
+//!
+//! A [`Policy`] turns a batch of chat conversations into responses in ONE call (so a backend can
+//! batch them), reporting for every response token the behaviour log-probability (of the
+//! distribution actually sampled from) and the temperature used. A [`TrainablePolicy`] can also
+//! take a gradient step on a loss whose per-token gradient the caller supplies.
+
+pub mod native;
+pub mod tabular;
+
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+use crate::error::TrainError;
+
+/// One chat message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    pub role: String,
+    pub content: String,
+}
+
+impl ChatMessage {
+    pub fn system(content: impl Into<String>) -> Self {
+        Self {
+            role: "system".into(),
+            content: content.into(),
+        }
+    }
+    pub fn user(content: impl Into<String>) -> Self {
+        Self {
+            role: "user".into(),
+            content: content.into(),
+        }
+    }
+}
+
+/// Sampling settings shared by a batch.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SamplingParams {
+    /// 0 = greedy.
+    pub temperature: f64,
+    pub top_p: f64,
+    /// 0 = no top-k filter.
+    pub top_k: usize,
+    pub max_tokens: usize,
+}
+
+/// One generation request: a conversation and the seed of its own sampling stream (so a
+/// response does not depend on what else is in the batch).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GenRequest {
+    pub messages: Vec<ChatMessage>,
+    pub seed: u64,
+}
+
+/// One generated response.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Generation {
+    pub text: String,
+    /// The rendered, tokenised prompt.
+    pub prompt_ids: Vec<u32>,
+    pub response_ids: Vec<u32>,
+    /// Behaviour log-probability of every response token.
+    pub logprobs: Vec<f32>,
+    /// Sampling temperature of every response token.
+    pub temperatures: Vec<f32>,
+}
+
+/// A model that answers conversations.
+pub trait Policy {
+    /// Generates one response per request, in request order.
+    fn generate(
+        &mut self,
+        requests: &[GenRequest],
+        params: &SamplingParams,
+    ) -> Result<Vec<Generation>, TrainError>;
+}
+
+/// One trained sequence: the prompt and the response tokens whose log-probs are trained.
+#[derive(Debug, Clone, Copy)]
+pub struct TrainSeq<'a> {
+    pub prompt_ids: &'a [u32],
+    pub response_ids: &'a [u32],
+}
+
+/// The loss of a mini-batch as the caller computes it from the CURRENT per-token log-probs:
+/// its value and dL/dlogp for every response token. The policy back-propagates the surrogate
+/// `sum_i coef_i * logp_i`, whose gradient equals the loss's.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LossValue {
+    pub loss: f64,
+    pub dlogp: Vec<Vec<f64>>,
+}
+
+/// What one update did.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct UpdateStats {
+    pub loss: f64,
+    /// Global gradient L2 norm before clipping.
+    pub grad_norm: f64,
+    /// Mean per-token entropy of the policy on the batch.
+    pub entropy: f64,
+    /// The update was skipped because the loss or gradient was NaN/Inf.
+    pub skipped_nonfinite: bool,
+}
+
+/// A policy that can be trained and checkpointed.
+pub trait TrainablePolicy: Policy {
+    /// One optimiser step. `loss_fn` receives the current log-probs of every response token
+    /// (one Vec per sequence) and returns the loss and dL/dlogp. An entropy bonus
+    /// `entropy_coef * mean token entropy` is added model-side. A non-finite loss or gradient
+    /// must leave the weights untouched and set `skipped_nonfinite`.
+    fn update(
+        &mut self,
+        batch: &[TrainSeq<'_>],
+        loss_fn: &mut dyn FnMut(&[Vec<f64>]) -> LossValue,
+        entropy_coef: f64,
+    ) -> Result<UpdateStats, TrainError>;
+
+    /// Writes the weights and optimiser state into `dir` (which exists and is empty).
+    fn save(&self, dir: &Path) -> Result<(), TrainError>;
+
+    /// Loads what [`TrainablePolicy::save`] wrote.
+    fn load(&mut self, dir: &Path) -> Result<(), TrainError>;
+}

@@ -1,0 +1,262 @@
+//! The run directory: config.resolved.toml, metrics.jsonl + metrics.csv, trajectories.jsonl and
+//! checkpoints/. Checkpoints are written to a temporary folder and renamed into place, then the
+//! `latest` pointer is replaced atomically; each records the byte lengths of the log files, so a
+//! resumed run cuts them back to that point and no line is lost or duplicated.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::error::TrainError;
+use crate::policy::TrainablePolicy;
+
+/// Columns of metrics.csv (metrics.jsonl holds every key; the CSV the common ones).
+pub const CSV_COLUMNS: &[&str] = &[
+    "step",
+    "reward_mean",
+    "train_pass@1",
+    "train_pass@2",
+    "train_pass@3",
+    "invalid_rate",
+    "reflect_invalid_rate",
+    "response_len",
+    "samples",
+    "loss",
+    "grad_norm",
+    "entropy",
+    "adv_abs_mean",
+    "updates",
+    "skipped_updates",
+    "time_rollout_s",
+    "time_scoring_s",
+    "time_training_s",
+    "time_eval_s",
+    "time_step_s",
+    "eval_pass@1",
+    "eval_pass@2",
+    "eval_pass@3",
+    "eval_reward_mean",
+    "eval_invalid_rate",
+];
+
+/// What a checkpoint remembers besides the policy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointState {
+    /// Completed training steps.
+    pub step: usize,
+    pub metrics_jsonl_bytes: u64,
+    pub metrics_csv_bytes: u64,
+    pub trajectories_bytes: u64,
+}
+
+/// Paths and writers of one run.
+#[derive(Debug, Clone)]
+pub struct RunDir {
+    pub root: PathBuf,
+}
+
+const STATE_FILE: &str = "state.json";
+const LATEST: &str = "latest";
+
+fn io<T>(path: &Path, r: std::io::Result<T>) -> Result<T, TrainError> {
+    r.map_err(|e| TrainError::io(path, e))
+}
+
+impl RunDir {
+    pub fn new(root: &Path) -> Self {
+        Self {
+            root: root.to_path_buf(),
+        }
+    }
+    pub fn config_path(&self) -> PathBuf {
+        self.root.join("config.resolved.toml")
+    }
+    pub fn metrics_jsonl(&self) -> PathBuf {
+        self.root.join("metrics.jsonl")
+    }
+    pub fn metrics_csv(&self) -> PathBuf {
+        self.root.join("metrics.csv")
+    }
+    pub fn trajectories(&self) -> PathBuf {
+        self.root.join("trajectories.jsonl")
+    }
+    pub fn checkpoints(&self) -> PathBuf {
+        self.root.join("checkpoints")
+    }
+
+    /// Starts a fresh run: refuses a directory that already holds metrics or checkpoints.
+    pub fn create(&self, config_toml: &str) -> Result<(), TrainError> {
+        let used = self.metrics_jsonl().exists() || self.checkpoints().join(LATEST).exists();
+        if used {
+            return Err(TrainError::Config(format!(
+                "run dir {} already holds a run; resume it or choose a new directory",
+                self.root.display()
+            )));
+        }
+        io(&self.checkpoints(), fs::create_dir_all(self.checkpoints()))?;
+        io(
+            &self.config_path(),
+            fs::write(self.config_path(), config_toml),
+        )?;
+        io(&self.metrics_jsonl(), fs::write(self.metrics_jsonl(), ""))?;
+        let header = format!("{}\n", CSV_COLUMNS.join(","));
+        io(&self.metrics_csv(), fs::write(self.metrics_csv(), header))?;
+        io(&self.trajectories(), fs::write(self.trajectories(), ""))?;
+        Ok(())
+    }
+
+    fn append(path: &Path, text: &str) -> Result<(), TrainError> {
+        let mut f = io(
+            path,
+            OpenOptions::new().create(true).append(true).open(path),
+        )?;
+        io(path, f.write_all(text.as_bytes()))?;
+        io(path, f.flush())
+    }
+
+    /// Appends one metrics row to metrics.jsonl and metrics.csv.
+    pub fn append_metrics(&self, row: &Map<String, Value>) -> Result<(), TrainError> {
+        let json = serde_json::to_string(row).map_err(|e| TrainError::Policy(e.to_string()))?;
+        Self::append(&self.metrics_jsonl(), &format!("{json}\n"))?;
+        let cells: Vec<String> = CSV_COLUMNS
+            .iter()
+            .map(|c| match row.get(*c) {
+                Some(Value::Number(n)) => n.to_string(),
+                Some(Value::String(s)) => s.replace(',', ";"),
+                Some(Value::Bool(b)) => b.to_string(),
+                _ => String::new(),
+            })
+            .collect();
+        Self::append(&self.metrics_csv(), &format!("{}\n", cells.join(",")))
+    }
+
+    /// Appends trajectory rows.
+    pub fn append_trajectories(&self, rows: &[Value]) -> Result<(), TrainError> {
+        let mut text = String::new();
+        for r in rows {
+            text.push_str(
+                &serde_json::to_string(r).map_err(|e| TrainError::Policy(e.to_string()))?,
+            );
+            text.push('\n');
+        }
+        Self::append(&self.trajectories(), &text)
+    }
+
+    /// Every metrics row written so far.
+    pub fn read_metrics(&self) -> Result<Vec<Map<String, Value>>, TrainError> {
+        let path = self.metrics_jsonl();
+        let text = io(&path, fs::read_to_string(&path))?;
+        text.lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| {
+                serde_json::from_str(l).map_err(|e| TrainError::Corrupt {
+                    path: path.display().to_string(),
+                    message: e.to_string(),
+                })
+            })
+            .collect()
+    }
+
+    fn len(path: &Path) -> Result<u64, TrainError> {
+        Ok(io(path, fs::metadata(path))?.len())
+    }
+
+    /// Writes a checkpoint of `policy` after `step` completed steps, atomically, and keeps the
+    /// newest `keep` checkpoints.
+    pub fn save_checkpoint(
+        &self,
+        step: usize,
+        policy: &dyn TrainablePolicy,
+        keep: usize,
+    ) -> Result<PathBuf, TrainError> {
+        let state = CheckpointState {
+            step,
+            metrics_jsonl_bytes: Self::len(&self.metrics_jsonl())?,
+            metrics_csv_bytes: Self::len(&self.metrics_csv())?,
+            trajectories_bytes: Self::len(&self.trajectories())?,
+        };
+        let name = format!("step_{step:06}");
+        let tmp = self.checkpoints().join(format!(".tmp_{name}"));
+        let fin = self.checkpoints().join(&name);
+        if tmp.exists() {
+            io(&tmp, fs::remove_dir_all(&tmp))?;
+        }
+        io(&tmp, fs::create_dir_all(&tmp))?;
+        policy.save(&tmp)?;
+        let sp = tmp.join(STATE_FILE);
+        let text =
+            serde_json::to_string_pretty(&state).map_err(|e| TrainError::Policy(e.to_string()))?;
+        let mut f = io(&sp, File::create(&sp))?;
+        io(&sp, f.write_all(text.as_bytes()))?;
+        io(&sp, f.sync_all())?;
+        if fin.exists() {
+            io(&fin, fs::remove_dir_all(&fin))?;
+        }
+        io(&fin, fs::rename(&tmp, &fin))?;
+        let latest_tmp = self.checkpoints().join(".latest.tmp");
+        let mut f = io(&latest_tmp, File::create(&latest_tmp))?;
+        io(&latest_tmp, f.write_all(name.as_bytes()))?;
+        io(&latest_tmp, f.sync_all())?;
+        let latest = self.checkpoints().join(LATEST);
+        io(&latest, fs::rename(&latest_tmp, &latest))?;
+        self.prune(keep.max(1))?;
+        Ok(fin)
+    }
+
+    fn prune(&self, keep: usize) -> Result<(), TrainError> {
+        let dir = self.checkpoints();
+        let mut names: Vec<String> = io(&dir, fs::read_dir(&dir))?
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().to_string())
+            .filter(|n| n.starts_with("step_"))
+            .collect();
+        names.sort();
+        let drop = names.len().saturating_sub(keep);
+        for n in &names[..drop] {
+            let p = dir.join(n);
+            io(&p, fs::remove_dir_all(&p))?;
+        }
+        Ok(())
+    }
+
+    /// The newest checkpoint folder and its state, if any.
+    pub fn latest_checkpoint(&self) -> Result<Option<(PathBuf, CheckpointState)>, TrainError> {
+        let latest = self.checkpoints().join(LATEST);
+        if !latest.exists() {
+            return Ok(None);
+        }
+        let name = io(&latest, fs::read_to_string(&latest))?;
+        let dir = self.checkpoints().join(name.trim());
+        let sp = dir.join(STATE_FILE);
+        let text = io(&sp, fs::read_to_string(&sp))?;
+        let state: CheckpointState =
+            serde_json::from_str(&text).map_err(|e| TrainError::Corrupt {
+                path: sp.display().to_string(),
+                message: e.to_string(),
+            })?;
+        Ok(Some((dir, state)))
+    }
+
+    /// Cuts the log files back to the lengths a checkpoint recorded (rows written after it are
+    /// produced again, identically, by the resumed run).
+    pub fn truncate_to(&self, state: &CheckpointState) -> Result<(), TrainError> {
+        for (path, len) in [
+            (self.metrics_jsonl(), state.metrics_jsonl_bytes),
+            (self.metrics_csv(), state.metrics_csv_bytes),
+            (self.trajectories(), state.trajectories_bytes),
+        ] {
+            let f = io(&path, OpenOptions::new().write(true).open(&path))?;
+            let now = io(&path, f.metadata())?.len();
+            if now < len {
+                return Err(TrainError::Resume(format!(
+                    "{} is shorter ({now} bytes) than its checkpoint says ({len})",
+                    path.display()
+                )));
+            }
+            io(&path, f.set_len(len))?;
+        }
+        Ok(())
+    }
+}

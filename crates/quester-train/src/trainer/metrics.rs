@@ -1,0 +1,125 @@
+//! Metrics rows and trajectory rows.
+
+use serde_json::{json, Map, Value};
+
+use super::EvalResult;
+use crate::policy::UpdateStats;
+use crate::sample::{Sample, SampleKind, Trial};
+
+fn mean(xs: impl Iterator<Item = f64>) -> f64 {
+    let (s, n) = xs.fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
+    if n == 0 {
+        0.0
+    } else {
+        s / n as f64
+    }
+}
+
+/// The metrics of one training step (timings are added by the caller).
+pub fn train_row(
+    step: usize,
+    trials: &[Trial],
+    samples: &[Sample],
+    advantages: Option<&[f64]>,
+    stats: &[UpdateStats],
+    num_attempts: usize,
+) -> Map<String, Value> {
+    let mut row = Map::new();
+    row.insert("step".into(), json!(step + 1));
+    row.insert("kind".into(), json!("train"));
+    row.insert(
+        "reward_mean".into(),
+        json!(mean(
+            trials
+                .iter()
+                .flat_map(|t| t.attempts.iter().map(|a| a.reward_sum))
+        )),
+    );
+    for k in 1..=num_attempts {
+        let p = mean(trials.iter().map(|t| f64::from(u8::from(t.won_within(k)))));
+        row.insert(format!("train_pass@{k}"), json!(p));
+    }
+    let plays = samples.iter().filter(|s| s.kind == SampleKind::Play);
+    row.insert(
+        "invalid_rate".into(),
+        json!(mean(plays.map(|s| f64::from(u8::from(!s.valid))))),
+    );
+    let refl: Vec<&Sample> = samples
+        .iter()
+        .filter(|s| s.kind == SampleKind::Reflect)
+        .collect();
+    if !refl.is_empty() {
+        row.insert(
+            "reflect_invalid_rate".into(),
+            json!(mean(refl.iter().map(|s| f64::from(u8::from(!s.valid))))),
+        );
+    }
+    row.insert(
+        "response_len".into(),
+        json!(mean(samples.iter().map(|s| s.response_ids.len() as f64))),
+    );
+    row.insert("samples".into(), json!(samples.len()));
+    if let Some(a) = advantages {
+        row.insert(
+            "adv_abs_mean".into(),
+            json!(mean(a.iter().map(|x| x.abs()))),
+        );
+    }
+    let ok: Vec<&UpdateStats> = stats.iter().filter(|s| !s.skipped_nonfinite).collect();
+    row.insert("updates".into(), json!(ok.len()));
+    if !ok.is_empty() {
+        row.insert("loss".into(), json!(mean(ok.iter().map(|s| s.loss))));
+        row.insert(
+            "grad_norm".into(),
+            json!(mean(ok.iter().map(|s| s.grad_norm))),
+        );
+        row.insert("entropy".into(), json!(mean(ok.iter().map(|s| s.entropy))));
+    }
+    row
+}
+
+/// Adds evaluation results to a row.
+pub fn add_eval(row: &mut Map<String, Value>, ev: &EvalResult) {
+    for (k, p) in ev.pass_at.iter().enumerate() {
+        row.insert(format!("eval_pass@{}", k + 1), json!(p));
+    }
+    row.insert("eval_reward_mean".into(), json!(ev.reward_mean));
+    row.insert("eval_invalid_rate".into(), json!(ev.invalid_rate));
+}
+
+/// One trial as a trajectories.jsonl row: attempts, and every response with its reward and
+/// (in training) advantage.
+pub fn trajectory_row(
+    step: usize,
+    phase: &str,
+    trial: &Trial,
+    advantages: Option<&[f64]>,
+) -> Value {
+    let samples: Vec<Value> = trial
+        .samples
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            json!({
+                "attempt": s.attempt,
+                "turn": s.turn,
+                "kind": s.kind,
+                "prompt": s.prompt,
+                "response": s.response,
+                "reward": s.reward,
+                "valid": s.valid,
+                "won": s.won,
+                "advantage": advantages.and_then(|a| a.get(i)).copied(),
+            })
+        })
+        .collect();
+    json!({
+        "step": step + 1,
+        "phase": phase,
+        "task_id": trial.task_id,
+        "task_seed": trial.task_seed,
+        "trial": trial.trial,
+        "attempts": trial.attempts,
+        "samples": samples,
+    })
+}

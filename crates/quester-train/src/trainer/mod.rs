@@ -1,0 +1,390 @@
+//! The training loop: collect trials -> advantages -> mini-batch PPO epochs -> log ->
+//! evaluate -> checkpoint, resumable from the last checkpoint with identical results.
+
+pub mod eval;
+pub mod metrics;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde_json::{json, Map, Value};
+use std::path::Path;
+use std::time::Instant;
+
+use crate::config::{Method, TrainConfig};
+use crate::error::TrainError;
+use crate::policy::{SamplingParams, TrainSeq, TrainablePolicy, UpdateStats};
+use crate::prompts::PromptTemplates;
+use crate::rng::{derive, purpose};
+use crate::rollout::{run_trials, EnvFactory, RolloutSpec, TrialRequest};
+use crate::run_dir::RunDir;
+use crate::sample::Sample;
+use crate::scoring;
+
+pub use eval::{evaluate_policy, EvalResult};
+
+/// The end state of a training run.
+#[derive(Debug, Clone)]
+pub struct TrainSummary {
+    /// Completed steps.
+    pub steps: usize,
+    /// The last metrics row (with the final evaluation when `eval.at_end`).
+    pub last_metrics: Map<String, Value>,
+}
+
+/// A training run over any trainable policy and environment factory.
+pub struct Trainer<'a> {
+    cfg: TrainConfig,
+    policy: Box<dyn TrainablePolicy + 'a>,
+    make_env: Box<EnvFactory<'a>>,
+    templates: PromptTemplates,
+    run: RunDir,
+    step: usize,
+    /// Checkpoints kept on disk.
+    pub keep_checkpoints: usize,
+    /// Stop after this many steps in this process (tests simulate an interruption).
+    pub stop_after: Option<usize>,
+}
+
+impl<'a> Trainer<'a> {
+    /// Opens `run_dir`: a fresh run (the directory must not hold one), or with `resume` the
+    /// continuation from its last checkpoint (a run without checkpoints starts over).
+    pub fn new(
+        cfg: TrainConfig,
+        mut policy: Box<dyn TrainablePolicy + 'a>,
+        make_env: Box<EnvFactory<'a>>,
+        run_dir: &Path,
+        resume: bool,
+    ) -> Result<Self, TrainError> {
+        cfg.validate()?;
+        let templates =
+            PromptTemplates::load(&cfg.env.name, &cfg.env.play_prompt, &cfg.env.reflect_prompt)?;
+        let run = RunDir::new(run_dir);
+        let mut step = 0;
+        let text = cfg.to_toml()?;
+        if resume && run.config_path().exists() {
+            let saved = std::fs::read_to_string(run.config_path())
+                .map_err(|e| TrainError::io(&run.config_path(), e))?;
+            if saved != text {
+                return Err(TrainError::Resume(format!(
+                    "the config differs from {}; resume with the run's own config",
+                    run.config_path().display()
+                )));
+            }
+            match run.latest_checkpoint()? {
+                Some((dir, state)) => {
+                    policy.load(&dir)?;
+                    run.truncate_to(&state)?;
+                    step = state.step;
+                    tracing::info!(step, "resumed from {}", dir.display());
+                }
+                None => {
+                    run.truncate_to(&crate::run_dir::CheckpointState {
+                        step: 0,
+                        metrics_jsonl_bytes: 0,
+                        metrics_csv_bytes: 0,
+                        trajectories_bytes: 0,
+                    })?;
+                    let header = format!("{}\n", crate::run_dir::CSV_COLUMNS.join(","));
+                    std::fs::write(run.metrics_csv(), header)
+                        .map_err(|e| TrainError::io(&run.metrics_csv(), e))?;
+                }
+            }
+        } else {
+            if resume {
+                return Err(TrainError::Resume(format!(
+                    "{} holds no run to resume",
+                    run_dir.display()
+                )));
+            }
+            run.create(&text)?;
+        }
+        Ok(Self {
+            cfg,
+            policy,
+            make_env,
+            templates,
+            run,
+            step,
+            keep_checkpoints: 2,
+            stop_after: None,
+        })
+    }
+
+    /// Completed steps.
+    pub fn step(&self) -> usize {
+        self.step
+    }
+
+    /// The policy being trained.
+    pub fn policy(&mut self) -> &mut (dyn TrainablePolicy + 'a) {
+        self.policy.as_mut()
+    }
+
+    /// The run directory.
+    pub fn run_dir(&self) -> &RunDir {
+        &self.run
+    }
+
+    fn train_spec(&self) -> RolloutSpec {
+        let (a, r) = (&self.cfg.algorithm, &self.cfg.rollout);
+        RolloutSpec {
+            num_attempts: a.num_attempts,
+            do_reflection: a.do_reflection,
+            reflection_type: a.reflection_type,
+            max_turns: r.max_turns,
+            history_window: r.history_window,
+            full_observations: r.full_observations,
+            max_reflection_chars: r.max_reflection_chars,
+            sampling: SamplingParams {
+                temperature: r.temperature,
+                top_p: r.top_p,
+                top_k: r.top_k,
+                max_tokens: self.cfg.model.max_response_tokens,
+            },
+            templates: self.templates.clone(),
+        }
+    }
+
+    fn train_requests(&self, step: usize) -> Vec<TrialRequest> {
+        let r = &self.cfg.rollout;
+        let seed = self.cfg.training.seed;
+        let mut out = Vec::with_capacity(r.tasks_per_step * r.group_size);
+        for t in 0..r.tasks_per_step {
+            // Consecutive training seeds: every task is new, and the range stays far below the
+            // evaluation seeds.
+            let task_seed = self.cfg.env.train_seed_base + (step * r.tasks_per_step + t) as u64;
+            for trial in 0..r.group_size {
+                out.push(TrialRequest {
+                    task_id: format!("s{step}t{t}"),
+                    task_seed,
+                    trial,
+                    gen_seed: derive(
+                        seed,
+                        &[purpose::TRAIN_GEN, step as u64, t as u64, trial as u64],
+                    ),
+                });
+            }
+        }
+        out
+    }
+
+    /// Runs until `training.steps` (or `stop_after`) and returns the summary.
+    pub fn run(&mut self) -> Result<TrainSummary, TrainError> {
+        let total = self.cfg.training.steps;
+        let pb = if self.cfg.output.progress {
+            let pb = ProgressBar::new(total as u64);
+            pb.set_style(
+                ProgressStyle::with_template(
+                    "{bar:30} {pos}/{len} steps  {elapsed} < {eta}  {msg}",
+                )
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            );
+            pb.set_position(self.step as u64);
+            pb
+        } else {
+            ProgressBar::hidden()
+        };
+        let mut done_here = 0;
+        let mut last = Map::new();
+        while self.step < total {
+            if self.stop_after.is_some_and(|n| done_here >= n) {
+                break;
+            }
+            let row = self.train_step(self.step)?;
+            self.step += 1;
+            done_here += 1;
+            let msg = format!(
+                "reward {:.3} eval pass@1 {}",
+                row.get("reward_mean")
+                    .and_then(Value::as_f64)
+                    .unwrap_or(f64::NAN),
+                row.get("eval_pass@1")
+                    .and_then(Value::as_f64)
+                    .map_or("-".into(), |v| format!("{v:.3}"))
+            );
+            pb.set_message(msg);
+            pb.inc(1);
+            let every = self.cfg.training.checkpoint_every;
+            if self.step == total || (every > 0 && self.step.is_multiple_of(every)) {
+                self.run
+                    .save_checkpoint(self.step, self.policy.as_ref(), self.keep_checkpoints)?;
+            }
+            last = row;
+        }
+        pb.finish_and_clear();
+        if last.is_empty() {
+            last = self.run.read_metrics()?.pop().unwrap_or_default();
+        }
+        Ok(TrainSummary {
+            steps: self.step,
+            last_metrics: last,
+        })
+    }
+
+    /// One training step (index `step`, 0-based): collect, score, update, evaluate, log.
+    pub fn train_step(&mut self, step: usize) -> Result<Map<String, Value>, TrainError> {
+        let t_start = Instant::now();
+        let requests = self.train_requests(step);
+        let spec = self.train_spec();
+        let trials = run_trials(
+            self.policy.as_mut(),
+            &*self.make_env,
+            &requests,
+            &spec,
+            None,
+        )?;
+        let t_rollout = t_start.elapsed().as_secs_f64();
+
+        let t1 = Instant::now();
+        let samples: Vec<Sample> = trials
+            .iter()
+            .flat_map(|t| t.samples.iter().cloned())
+            .collect();
+        let adv = scoring::advantages(&samples, &self.cfg.algorithm);
+        let t_scoring = t1.elapsed().as_secs_f64();
+
+        let t2 = Instant::now();
+        let mut stats: Vec<UpdateStats> = Vec::new();
+        let mut skipped = 0usize;
+        let advantages = match &adv {
+            Ok(a) => {
+                stats = self.update(&samples, &a.advantage, step)?;
+                skipped += stats.iter().filter(|s| s.skipped_nonfinite).count();
+                Some(a.advantage.clone())
+            }
+            Err(e) => {
+                tracing::warn!(step, "advantages not computable, update skipped: {e}");
+                skipped += 1;
+                None
+            }
+        };
+        let t_training = t2.elapsed().as_secs_f64();
+
+        let mut row = metrics::train_row(
+            step,
+            &trials,
+            &samples,
+            advantages.as_deref(),
+            &stats,
+            self.cfg.algorithm.num_attempts,
+        );
+        row.insert("skipped_updates".into(), json!(skipped));
+        row.insert("time_rollout_s".into(), json!(t_rollout));
+        row.insert("time_scoring_s".into(), json!(t_scoring));
+        row.insert("time_training_s".into(), json!(t_training));
+
+        let last = step + 1 == self.cfg.training.steps;
+        let every = self.cfg.eval.every;
+        if (every > 0 && (step + 1).is_multiple_of(every)) || (last && self.cfg.eval.at_end) {
+            let t3 = Instant::now();
+            let ev = evaluate_policy(
+                self.policy.as_mut(),
+                &*self.make_env,
+                &self.cfg,
+                &self.templates,
+            )?;
+            metrics::add_eval(&mut row, &ev);
+            row.insert("time_eval_s".into(), json!(t3.elapsed().as_secs_f64()));
+        }
+        row.insert("time_step_s".into(), json!(t_start.elapsed().as_secs_f64()));
+
+        let n = self
+            .cfg
+            .output
+            .trajectories_per_step
+            .min(self.cfg.rollout.tasks_per_step);
+        let traj: Vec<Value> = (0..n)
+            .map(|t| {
+                let i = t * self.cfg.rollout.group_size;
+                let offset: usize = trials[..i].iter().map(|x| x.samples.len()).sum();
+                metrics::trajectory_row(
+                    step,
+                    "train",
+                    &trials[i],
+                    advantages.as_deref().map(|a| &a[offset..]),
+                )
+            })
+            .collect();
+        self.run.append_trajectories(&traj)?;
+        self.run.append_metrics(&row)?;
+        Ok(row)
+    }
+
+    fn update(
+        &mut self,
+        samples: &[Sample],
+        advantage: &[f64],
+        step: usize,
+    ) -> Result<Vec<UpdateStats>, TrainError> {
+        let t = &self.cfg.training;
+        let lcfg = scoring::loss_config(&self.cfg.algorithm);
+        let entropy_coef = self.cfg.algorithm.entropy_coef;
+        let mut stats = Vec::new();
+        for epoch in 0..t.ppo_epochs {
+            let mut order: Vec<usize> = (0..samples.len()).collect();
+            let mut rng = ChaCha8Rng::seed_from_u64(derive(
+                t.seed,
+                &[purpose::SHUFFLE, step as u64, epoch as u64],
+            ));
+            order.shuffle(&mut rng);
+            for chunk in order.chunks(t.mini_batch) {
+                let seqs: Vec<TrainSeq<'_>> = chunk
+                    .iter()
+                    .map(|&i| TrainSeq {
+                        prompt_ids: &samples[i].prompt_ids,
+                        response_ids: &samples[i].response_ids,
+                    })
+                    .collect();
+                let old: Vec<Vec<f64>> = chunk
+                    .iter()
+                    .map(|&i| samples[i].logprobs.iter().map(|&x| f64::from(x)).collect())
+                    .collect();
+                let adv: Vec<f64> = chunk.iter().map(|&i| advantage[i]).collect();
+                let st = self.policy.update(
+                    &seqs,
+                    &mut |new: &[Vec<f64>]| scoring::ppo_loss(new, &old, &adv, &lcfg),
+                    entropy_coef,
+                )?;
+                if st.skipped_nonfinite {
+                    tracing::warn!(
+                        step,
+                        epoch,
+                        loss = st.loss,
+                        "non-finite loss: mini-batch update skipped"
+                    );
+                }
+                stats.push(st);
+            }
+        }
+        Ok(stats)
+    }
+}
+
+/// Which trials a method plays in evaluation: LaMer keeps its memory and reflections; RL
+/// baselines get `eval.num_attempts` independent attempts.
+pub fn eval_spec(cfg: &TrainConfig, templates: &PromptTemplates) -> RolloutSpec {
+    let lamer = cfg.algorithm.method == Method::Lamer;
+    let r = &cfg.rollout;
+    RolloutSpec {
+        num_attempts: cfg.eval.num_attempts,
+        do_reflection: lamer && cfg.algorithm.do_reflection,
+        reflection_type: if lamer {
+            cfg.algorithm.reflection_type
+        } else {
+            crate::config::ReflectionType::None
+        },
+        max_turns: r.max_turns,
+        history_window: r.history_window,
+        full_observations: r.full_observations,
+        max_reflection_chars: r.max_reflection_chars,
+        sampling: SamplingParams {
+            temperature: cfg.eval.temperature,
+            top_p: cfg.eval.top_p,
+            top_k: cfg.eval.top_k,
+            max_tokens: cfg.model.max_response_tokens,
+        },
+        templates: templates.clone(),
+    }
+}

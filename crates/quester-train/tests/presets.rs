@@ -1,0 +1,48 @@
+//! Every preset in configs/ parses into a valid TrainConfig; bad keys are named.
+
+use quester_train::TrainConfig;
+use std::path::Path;
+
+#[test]
+fn every_preset_parses_and_validates() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs");
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().to_string();
+        if !name.ends_with(".toml") || name.contains("webshop") {
+            continue;
+        }
+        let cfg = TrainConfig::load(&p, &[]).unwrap_or_else(|e| panic!("{name}: {e}"));
+        if name.starts_with("lamer") {
+            assert_eq!(cfg.algorithm.num_attempts, 3, "{name}");
+        } else {
+            assert_eq!(cfg.algorithm.num_attempts, 1, "{name}");
+        }
+        assert_eq!(cfg.eval.num_attempts, 3, "{name}");
+        n += 1;
+    }
+    assert_eq!(
+        n, 18,
+        "lamer/gigpo/grpo x sokoban/minesweeper/bandit x cpu/paper"
+    );
+}
+
+#[test]
+fn overrides_apply_and_unknown_keys_list_valid_ones() {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/lamer_sokoban_cpu.toml");
+    let cfg = TrainConfig::load(&p, &["algorithm.traj_gamma=0.6".into()]).unwrap();
+    assert_eq!(cfg.algorithm.traj_gamma, 0.6);
+    let e = TrainConfig::load(&p, &["algorithm.traj_gama=0.6".into()])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("traj_gama") && e.contains("traj_gamma"), "{e}");
+    let e = TrainConfig::load(&p, &["algorithm.method=ppo".into()])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("lamer") && e.contains("grpo"), "{e}");
+    let e = TrainConfig::load(&p, &["algorithm.traj_gamma=1.5".into()])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("algorithm.traj_gamma"), "{e}");
+}

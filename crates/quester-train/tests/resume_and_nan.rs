@@ -1,0 +1,214 @@
+//! Reliability: an interrupted run resumed from its checkpoint ends exactly like an
+//! uninterrupted one (same metrics lines, same trajectories, same weights); a non-finite loss
+//! skips the update and is logged.
+
+mod common;
+
+use quester_train::api::{build_policy, env_factory};
+use quester_train::policy::tabular::TabularPolicy;
+use quester_train::policy::{
+    GenRequest, Generation, LossValue, Policy, SamplingParams, TrainSeq, TrainablePolicy,
+    UpdateStats,
+};
+use quester_train::trainer::Trainer;
+use quester_train::{TrainConfig, TrainError};
+use serde_json::Value;
+use std::path::Path;
+
+fn cfg() -> TrainConfig {
+    let mut c = common::lamer_bandit(0.9, 8);
+    c.training.checkpoint_every = 3;
+    c.eval.every = 4;
+    c.eval.tasks = 20;
+    c
+}
+
+/// metrics.jsonl without the wall-clock timings.
+fn metrics_without_times(dir: &Path) -> Vec<serde_json::Map<String, Value>> {
+    let text = std::fs::read_to_string(dir.join("metrics.jsonl")).unwrap();
+    text.lines()
+        .map(|l| {
+            let mut m: serde_json::Map<String, Value> = serde_json::from_str(l).unwrap();
+            m.retain(|k, _| !k.starts_with("time_"));
+            m
+        })
+        .collect()
+}
+
+fn logits_of(dir: &Path) -> Vec<f64> {
+    let c = cfg();
+    let mut p = TabularPolicy::new(
+        c.model.tabular_candidates.clone(),
+        c.training.lr,
+        c.training.grad_clip,
+    );
+    let latest = std::fs::read_to_string(dir.join("checkpoints/latest")).unwrap();
+    p.load(&dir.join("checkpoints").join(latest.trim()))
+        .unwrap();
+    p.logits()
+}
+
+#[test]
+fn resume_after_interruption_reproduces_the_uninterrupted_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let c = cfg();
+    let full = tmp.path().join("full");
+    let mut t = Trainer::new(
+        c.clone(),
+        build_policy(&c).unwrap(),
+        env_factory(&c),
+        &full,
+        false,
+    )
+    .unwrap();
+    t.run().unwrap();
+
+    let cut = tmp.path().join("cut");
+    let mut t = Trainer::new(
+        c.clone(),
+        build_policy(&c).unwrap(),
+        env_factory(&c),
+        &cut,
+        false,
+    )
+    .unwrap();
+    t.stop_after = Some(5); // "killed" after step 5: checkpoint at 3, metrics lines 4-5 extra
+    t.run().unwrap();
+    assert_eq!(metrics_without_times(&cut).len(), 5);
+    // A checkpoint being written when the process died leaves a temporary folder behind.
+    std::fs::create_dir_all(cut.join("checkpoints/.tmp_step_000006")).unwrap();
+    std::fs::write(cut.join("checkpoints/.tmp_step_000006/junk"), "partial").unwrap();
+
+    let summary = quester_train::resume(&cut).unwrap();
+    assert_eq!(summary.steps, 8);
+    let a = metrics_without_times(&full);
+    let b = metrics_without_times(&cut);
+    assert_eq!(a.len(), 8, "one line per step");
+    assert_eq!(a, b, "no lost or duplicated lines, identical values");
+    let steps: Vec<u64> = b.iter().map(|r| r["step"].as_u64().unwrap()).collect();
+    assert_eq!(steps, (1..=8).collect::<Vec<u64>>());
+    assert_eq!(
+        std::fs::read_to_string(full.join("trajectories.jsonl")).unwrap(),
+        std::fs::read_to_string(cut.join("trajectories.jsonl")).unwrap()
+    );
+    let csv_a = std::fs::read_to_string(full.join("metrics.csv")).unwrap();
+    let csv_b = std::fs::read_to_string(cut.join("metrics.csv")).unwrap();
+    assert_eq!(csv_a.lines().count(), 9);
+    assert_eq!(csv_b.lines().count(), 9);
+    assert_eq!(logits_of(&full), logits_of(&cut), "same weights at the end");
+    // Resuming a finished run does nothing and keeps the logs.
+    quester_train::resume(&cut).unwrap();
+    assert_eq!(metrics_without_times(&cut), a);
+}
+
+#[test]
+fn a_fresh_run_refuses_a_used_directory_and_resume_refuses_another_config() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut c = cfg();
+    c.training.steps = 1;
+    let dir = tmp.path().join("run");
+    quester_train::train(&c, &dir, false).unwrap();
+    assert!(quester_train::train(&c, &dir, false).is_err());
+    let mut other = c.clone();
+    other.algorithm.traj_gamma = 0.5;
+    let e = quester_train::train(&other, &dir, true).unwrap_err();
+    assert!(e.to_string().contains("config differs"), "{e}");
+}
+
+/// Wraps the tabular policy and hands the loss NaN log-probs in chosen updates, as an overflow
+/// in a real model would.
+struct Poisoned {
+    inner: TabularPolicy,
+    updates: usize,
+    poison: Vec<usize>,
+    unchanged: std::rc::Rc<std::cell::Cell<Option<bool>>>,
+}
+
+impl Policy for Poisoned {
+    fn generate(
+        &mut self,
+        r: &[GenRequest],
+        p: &SamplingParams,
+    ) -> Result<Vec<Generation>, TrainError> {
+        self.inner.generate(r, p)
+    }
+}
+
+impl TrainablePolicy for Poisoned {
+    fn update(
+        &mut self,
+        batch: &[TrainSeq<'_>],
+        loss_fn: &mut dyn FnMut(&[Vec<f64>]) -> LossValue,
+        entropy_coef: f64,
+    ) -> Result<UpdateStats, TrainError> {
+        let poison = self.poison.contains(&self.updates);
+        self.updates += 1;
+        let before = self.inner.logits();
+        let st = if poison {
+            self.inner.update(
+                batch,
+                &mut |lp: &[Vec<f64>]| {
+                    let bad: Vec<Vec<f64>> = lp.iter().map(|v| vec![f64::NAN; v.len()]).collect();
+                    loss_fn(&bad)
+                },
+                entropy_coef,
+            )?
+        } else {
+            self.inner.update(batch, loss_fn, entropy_coef)?
+        };
+        if poison {
+            self.unchanged.set(Some(before == self.inner.logits()));
+        }
+        Ok(st)
+    }
+    fn save(&self, dir: &Path) -> Result<(), TrainError> {
+        self.inner.save(dir)
+    }
+    fn load(&mut self, dir: &Path) -> Result<(), TrainError> {
+        self.inner.load(dir)
+    }
+}
+
+#[test]
+fn nan_loss_skips_the_update_and_training_goes_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut c = cfg();
+    c.training.steps = 4;
+    c.eval.every = 0;
+    let flag = std::rc::Rc::new(std::cell::Cell::new(None));
+    let pol = Poisoned {
+        inner: TabularPolicy::new(c.model.tabular_candidates.clone(), c.training.lr, 0.0),
+        updates: 0,
+        poison: vec![1],
+        unchanged: flag.clone(),
+    };
+    let dir = tmp.path().join("nan");
+    let mut t = Trainer::new(c.clone(), Box::new(pol), env_factory(&c), &dir, false).unwrap();
+    t.run().unwrap();
+    assert_eq!(
+        flag.get(),
+        Some(true),
+        "the poisoned update left the weights untouched"
+    );
+    let rows = t.run_dir().read_metrics().unwrap();
+    let skipped: Vec<u64> = rows
+        .iter()
+        .map(|r| r["skipped_updates"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        skipped.iter().sum::<u64>(),
+        1,
+        "exactly the poisoned update is skipped: {skipped:?}"
+    );
+    for r in &rows {
+        for k in ["loss", "grad_norm", "reward_mean", "eval_pass@1"] {
+            if let Some(v) = r.get(k) {
+                assert!(v.as_f64().unwrap().is_finite(), "{k} logged finite");
+            }
+        }
+        assert!(
+            r["updates"].as_u64().unwrap() >= 1,
+            "the other mini-batches still train"
+        );
+    }
+}

@@ -1,0 +1,302 @@
+//! The rollout engine with a scripted policy on the real bandit: trial structure, reflections,
+//! memory in prompts, frozen won trials, one generate call per turn, sample fields.
+
+use quester_train::config::ReflectionType;
+use quester_train::policy::{GenRequest, Generation, Policy, SamplingParams};
+use quester_train::prompts::PromptTemplates;
+use quester_train::rollout::{run_trials, RolloutSpec, TrialRequest};
+use quester_train::sample::{SampleKind, REFLECT_ANCHOR};
+use quester_train::TrainError;
+
+/// Attempt 1: scout. Reflection: a remark naming the revealed arm (or no tag at all when
+/// `bad_reflection`). Attempt 2: pull the arm the prompt's memory names.
+struct Scripted {
+    calls: Vec<usize>,
+    bad_reflection: bool,
+}
+
+fn revealed_arm(prompt: &str) -> Option<char> {
+    let i = prompt.rfind("good arm is ")?;
+    prompt[i + "good arm is ".len()..].chars().next()
+}
+
+impl Policy for Scripted {
+    fn generate(
+        &mut self,
+        reqs: &[GenRequest],
+        _: &SamplingParams,
+    ) -> Result<Vec<Generation>, TrainError> {
+        self.calls.push(reqs.len());
+        Ok(reqs
+            .iter()
+            .map(|r| {
+                let p = &r.messages[0].content;
+                let text = if p.contains("<remark>") {
+                    match (self.bad_reflection, revealed_arm(p)) {
+                        (false, Some(a)) => format!("<remark>the good arm is {a}</remark>"),
+                        _ => "I forgot the tag".to_string(),
+                    }
+                } else if let Some(a) = revealed_arm(p) {
+                    format!("<action>{a}</action>")
+                } else {
+                    "<action>scout</action>".to_string()
+                };
+                Generation {
+                    text,
+                    prompt_ids: vec![1, 2, 3],
+                    response_ids: vec![4, 5],
+                    logprobs: vec![-0.5, -0.25],
+                    temperatures: vec![1.0, 1.0],
+                }
+            })
+            .collect())
+    }
+}
+
+fn spec(reflection: bool, kind: ReflectionType) -> RolloutSpec {
+    RolloutSpec {
+        num_attempts: 3,
+        do_reflection: reflection,
+        reflection_type: kind,
+        max_turns: 0,
+        history_window: 7,
+        full_observations: 2,
+        max_reflection_chars: 2000,
+        sampling: SamplingParams {
+            temperature: 1.0,
+            top_p: 1.0,
+            top_k: 0,
+            max_tokens: 16,
+        },
+        templates: PromptTemplates::builtin("bandit"),
+    }
+}
+
+fn requests(n: usize) -> Vec<TrialRequest> {
+    (0..n)
+        .map(|i| TrialRequest {
+            task_id: format!("t{i}"),
+            task_seed: 100 + i as u64,
+            trial: i,
+            gen_seed: i as u64,
+        })
+        .collect()
+}
+
+fn bandit() -> Result<Box<dyn quester_envs::Env>, quester_envs::EnvError> {
+    quester_envs::make_env("bandit", toml::Table::new())
+}
+
+#[test]
+fn scout_reflect_exploit_then_frozen() {
+    let mut pol = Scripted {
+        calls: Vec::new(),
+        bad_reflection: false,
+    };
+    let trials = run_trials(
+        &mut pol,
+        &bandit,
+        &requests(5),
+        &spec(true, ReflectionType::ReflectionOnly),
+        None,
+    )
+    .unwrap();
+    // Per turn ONE call with every unfinished trial: play, reflect, play; attempt 3 never runs.
+    assert_eq!(pol.calls, vec![5, 5, 5]);
+    for t in &trials {
+        assert_eq!(t.attempts.len(), 2, "won in attempt 2, frozen");
+        assert!(!t.attempts[0].won && t.attempts[1].won);
+        assert!(!t.won_within(1) && t.won_within(2));
+        let kinds: Vec<_> = t
+            .samples
+            .iter()
+            .map(|s| (s.kind, s.attempt, s.turn))
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![
+                (SampleKind::Play, 0, 0),
+                (SampleKind::Reflect, 1, 0),
+                (SampleKind::Play, 1, 0)
+            ]
+        );
+        let (scout, refl, pull) = (&t.samples[0], &t.samples[1], &t.samples[2]);
+        assert_eq!(refl.anchor, REFLECT_ANCHOR);
+        assert!(refl.valid && refl.reward == 0.0);
+        assert_eq!(
+            scout.anchor, pull.anchor,
+            "restart() gives the same raw observation"
+        );
+        assert!(pull.prompt.contains(
+            "On trial #1 the task was NOT completed. Your reflection is: the good arm is"
+        ));
+        assert!(
+            !pull.prompt.contains("Action 1: scout"),
+            "reflection_only hides the trajectory"
+        );
+        assert!(
+            refl.prompt.contains("scout") && refl.prompt.contains("The good arm is"),
+            "reflection sees the attempt"
+        );
+        assert_eq!((pull.reward, pull.won, pull.attempt_won), (1.0, true, true));
+        assert_eq!(
+            (scout.reward, scout.won, scout.attempt_won),
+            (0.0, false, false)
+        );
+        assert_eq!(pull.logprobs, vec![-0.5, -0.25]);
+        assert_eq!(pull.response_ids, vec![4, 5]);
+        assert_eq!(pull.task_seed, t.task_seed);
+    }
+}
+
+#[test]
+fn missing_remark_is_an_invalid_empty_reflection() {
+    let mut pol = Scripted {
+        calls: Vec::new(),
+        bad_reflection: true,
+    };
+    let trials = run_trials(
+        &mut pol,
+        &bandit,
+        &requests(2),
+        &spec(true, ReflectionType::ReflectionOnly),
+        None,
+    )
+    .unwrap();
+    for t in &trials {
+        // Without the arm in memory the script scouts again: 3 attempts, 2 invalid reflections.
+        assert_eq!(t.attempts.len(), 3);
+        let refl: Vec<_> = t
+            .samples
+            .iter()
+            .filter(|s| s.kind == SampleKind::Reflect)
+            .collect();
+        assert_eq!(refl.len(), 2);
+        assert!(refl.iter().all(|s| !s.valid));
+        assert!(t
+            .samples
+            .last()
+            .unwrap()
+            .prompt
+            .contains("On trial #2 the task was NOT completed. Your reflection is: \n"));
+    }
+    assert_eq!(pol.calls, vec![2, 2, 2, 2, 2]);
+}
+
+#[test]
+fn history_memory_without_reflection_and_independent_attempts() {
+    let mut pol = Scripted {
+        calls: Vec::new(),
+        bad_reflection: false,
+    };
+    let trials = run_trials(
+        &mut pol,
+        &bandit,
+        &requests(3),
+        &spec(false, ReflectionType::HistoryOnly),
+        None,
+    )
+    .unwrap();
+    assert_eq!(pol.calls, vec![3, 3]);
+    for t in &trials {
+        assert!(t.samples.iter().all(|s| s.kind == SampleKind::Play));
+        assert!(t.samples[1].prompt.contains("Action 1: scout"));
+        assert!(t.samples[1].prompt.contains("Attempt 2/3"));
+    }
+    // No memory: every attempt looks like a fresh episode, so the script scouts 3 times.
+    let mut pol = Scripted {
+        calls: Vec::new(),
+        bad_reflection: false,
+    };
+    let trials = run_trials(
+        &mut pol,
+        &bandit,
+        &requests(3),
+        &spec(false, ReflectionType::None),
+        None,
+    )
+    .unwrap();
+    for t in &trials {
+        assert_eq!(t.attempts.len(), 3);
+        assert!(t.samples.iter().all(|s| s.prompt == t.samples[0].prompt));
+        assert!(!t.won_within(3));
+    }
+}
+
+#[test]
+fn same_seeds_same_trials() {
+    let run = || {
+        let mut pol = Scripted {
+            calls: Vec::new(),
+            bad_reflection: false,
+        };
+        run_trials(
+            &mut pol,
+            &bandit,
+            &requests(4),
+            &spec(true, ReflectionType::HistoryAndReflection),
+            None,
+        )
+        .unwrap()
+    };
+    assert_eq!(run(), run());
+}
+
+/// Always the same move.
+struct Fixed(&'static str);
+
+impl Policy for Fixed {
+    fn generate(
+        &mut self,
+        reqs: &[GenRequest],
+        _: &SamplingParams,
+    ) -> Result<Vec<Generation>, TrainError> {
+        Ok(reqs
+            .iter()
+            .map(|_| Generation {
+                text: self.0.to_string(),
+                ..Generation::default()
+            })
+            .collect())
+    }
+}
+
+#[test]
+fn sokoban_attempts_restart_and_respect_max_turns() {
+    let make = || quester_envs::make_env("sokoban", toml::Table::new());
+    let mut s = spec(true, ReflectionType::HistoryAndReflection);
+    s.max_turns = 4;
+    s.templates = PromptTemplates::builtin("sokoban");
+    let trials = run_trials(
+        &mut Fixed("<action>up</action>"),
+        &make,
+        &requests(3),
+        &s,
+        None,
+    )
+    .unwrap();
+    for t in &trials {
+        let firsts: Vec<_> = t
+            .samples
+            .iter()
+            .filter(|x| x.kind == SampleKind::Play && x.turn == 0)
+            .collect();
+        assert!(
+            firsts.windows(2).all(|w| w[0].anchor == w[1].anchor),
+            "every attempt starts from the same state"
+        );
+        for a in &t.attempts {
+            assert!(a.turns <= 4);
+        }
+        if !t.attempts[0].won {
+            assert!(t.samples.iter().any(|x| x.kind == SampleKind::Reflect));
+        }
+    }
+    // Garbage never panics: invalid actions, flagged.
+    let trials = run_trials(&mut Fixed("\u{0}<action>"), &make, &requests(2), &s, None).unwrap();
+    assert!(trials
+        .iter()
+        .flat_map(|t| &t.samples)
+        .filter(|x| x.kind == SampleKind::Play)
+        .all(|x| !x.valid));
+}
