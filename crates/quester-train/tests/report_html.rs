@@ -14,13 +14,14 @@ const METRICS: &str = r#"{"step": 0, "success": 0.10, "reward_mean": 1.0, "entro
 {"step": 3, "success": 0.40, "reward_mean": 4.0, "entropy": 1.6, "kl": 0.025, "response_len": 95, "invalid_rate": 0.05, "loss": null, "time_rollout_s": 30.0, "time_train_s": 12.2}
 {"step": 4, "success": 0.4"#;
 
-/// Trial 0 of task 7 (flat rows): attempt 0 lost in two turns, a reflection, attempt 1 won.
-/// Trial 1 of task 9 (one nested row): two attempts, never won.
+/// Trial 0 of task 7 (flat rows): attempt 1 lost in two turns, a reflection (carrying the attempt
+/// it prepares), attempt 2 won. Trial 1 of task 9 in the trainer's format (one row per trial with
+/// its samples and attempt outcomes): two attempts, never won.
 const TRAJECTORIES: &str = r#"{"step": 3, "task_id": 7, "trial_id": 0, "attempt": 0, "turn": 0, "kind": "play", "observation": "Arms: 1 2 3", "response": "<action>1</action>", "action": "1", "reward": 0.0, "won": false, "advantage": -0.5}
 {"step": 3, "task_id": 7, "trial_id": 0, "attempt": 0, "turn": 1, "kind": "play", "observation": "Arm 1 paid 0", "response": "<action>x</action>", "action": null, "reward": 0.0, "won": false, "invalid": true}
-{"step": 3, "task_id": 7, "trial_id": 0, "attempt": 0, "turn": 0, "kind": "reflect", "prompt": "Reflect on attempt 1", "response": "I should try the left arm <b>next</b>", "reward": 0.0}
+{"step": 3, "task_id": 7, "trial_id": 0, "attempt": 1, "turn": 0, "kind": "reflect", "prompt": "Reflect on attempt 1", "response": "I should try the left arm <b>next</b>", "reward": 0.0}
 {"step": 3, "task_id": 7, "trial_id": 0, "attempt": 1, "turn": 0, "kind": "play", "observation": "Arms: 1 2 3", "response": "<action>3</action>", "action": "3", "reward": 1.0, "won": true}
-{"step": 3, "task_id": 9, "trial_id": 1, "env": "bandit", "attempts": [{"turns": [{"observation": "Arms: 1 2", "response": "<action>2</action>", "action": "2", "reward": 0.0}], "reflection": "Arm 2 was empty."}, {"turns": [{"observation": "Arms: 1 2", "response": "<action>2</action>", "action": "2", "reward": 0.0}]}]}
+{"step": 3, "phase": "train", "task_id": "9", "task_seed": 99, "trial": 1, "attempts": [{"won": false, "reward_sum": 0.0, "turns": 1, "invalid": 0}, {"won": false, "reward_sum": 0.0, "turns": 1, "invalid": 1}], "samples": [{"attempt": 0, "turn": 0, "kind": "play", "prompt": "Arms: 1 2", "response": "<action>2</action>", "reward": 0.0, "valid": true, "won": false, "advantage": -0.25}, {"attempt": 1, "turn": 0, "kind": "reflect", "prompt": "Reflect", "response": "<remark>Arm 2 was empty.</remark>", "reward": 0.0, "valid": true, "won": false, "advantage": 0.1}, {"attempt": 1, "turn": 0, "kind": "play", "prompt": "Arms: 1 2", "response": "arm two again", "reward": 0.0, "valid": false, "won": false, "advantage": -0.25}]}
 "#;
 
 fn run_dir(name: &str) -> PathBuf {
@@ -218,6 +219,17 @@ fn chromium_renders_the_trajectory_browser() {
     assert!(dom.contains("Attempt 1 \u{2014} not won, reward 0"));
     assert!(dom.contains("Attempt 2 \u{2014} won, reward 1"));
     assert!(dom.contains("class=\"turn reflect\""));
+    assert!(dom.contains("reflection before this attempt"));
+    // Attempt 2 opens with the reflection, then its play turn.
+    let a2 = dom.find("Attempt 2 \u{2014}").unwrap();
+    let refl = dom.find("I should try the left arm").unwrap();
+    let play = dom.find("&lt;action&gt;3&lt;/action&gt;").unwrap();
+    assert!(
+        a2 < refl && refl < play,
+        "reflection not at the start of attempt 2"
+    );
+    // The trainer-format trial is listed with its phase.
+    assert!(dom.contains("step 3 \u{b7} train \u{b7} task 9 \u{b7} trial 1"));
     assert!(
         dom.contains(
             "<pre class=\"response\">I should try the left arm &lt;b&gt;next&lt;/b&gt;</pre>"

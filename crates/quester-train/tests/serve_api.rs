@@ -428,3 +428,57 @@ fn a_bad_request_does_not_fail_its_batch_mates() {
     }
     assert_eq!(batches.lock().unwrap().iter().sum::<usize>(), 4);
 }
+
+#[test]
+fn the_openai_policy_generates_through_serve() {
+    use quester_train::openai::OpenAiPolicy;
+    use quester_train::policy::{ChatMessage, GenRequest, Policy, SamplingParams};
+    let (server, batches) = start(
+        ServeConfig {
+            batch_window_ms: 200,
+            ..ServeConfig::default()
+        },
+        Duration::ZERO,
+    );
+    let mut policy = OpenAiPolicy::new(OpenAiConfig {
+        base_url: server.base_url(),
+        request_logprobs: true,
+        max_retries: 0,
+        max_concurrency: 3,
+        ..OpenAiConfig::default()
+    })
+    .unwrap();
+    let params = SamplingParams {
+        temperature: 0.5,
+        top_p: 1.0,
+        top_k: 0,
+        max_tokens: 64,
+    };
+    let requests: Vec<GenRequest> = (0..3)
+        .map(|i| GenRequest {
+            messages: vec![
+                ChatMessage::system("sys"),
+                ChatMessage::user(format!("u{i}")),
+            ],
+            seed: 5 + i,
+        })
+        .collect();
+    let gens = policy.generate(&requests, &params).unwrap();
+    for (i, g) in gens.iter().enumerate() {
+        let expected = format!("echo:u{i}:t0.5:s{}", 5 + i);
+        assert_eq!(g.text, expected);
+        assert_eq!(g.logprobs.len(), expected.chars().count());
+        assert!(g.logprobs.iter().all(|&l| l == -0.25));
+        assert_eq!(g.temperatures, vec![0.5; g.logprobs.len()]);
+        assert!(g.prompt_ids.is_empty() && g.response_ids.is_empty());
+    }
+    assert_eq!(batches.lock().unwrap().iter().sum::<usize>(), 3);
+    // A request that fails after the retries fails the call, naming which one.
+    let mut bad = requests.clone();
+    bad[1].messages[1].content = "fail".into();
+    let err = policy.generate(&bad, &params).unwrap_err().to_string();
+    assert!(
+        err.contains("request 1") && err.contains("out of memory"),
+        "{err}"
+    );
+}

@@ -5,8 +5,10 @@
 mod client;
 mod config;
 mod error;
+mod policy;
 pub mod protocol;
 
 pub use client::{parse_chat_reply, ChatParams, ChatReply, OpenAiClient};
 pub use config::OpenAiConfig;
 pub use error::OpenAiError;
+pub use policy::OpenAiPolicy;

@@ -21,10 +21,19 @@ pub struct Family {
     pub keys: Vec<String>,
 }
 
-/// The family (id, title) of a metric key, from its last path segment (`eval/pass@2` ->
-/// `pass@2`). Rates of winning share one plot; everything unknown gets a plot of its own.
+/// Phase prefixes that do not change what a metric measures (`eval_pass@1` is a pass@1).
+const PHASES: [&str; 4] = ["train_", "eval_", "val_", "test_"];
+
+/// The family (id, title) of a metric key, from its last path segment without a phase prefix
+/// (`eval/pass@2`, `eval_pass@2` -> `pass@2`). Rates of winning share one plot, as do train and
+/// eval values of one metric; everything unknown gets a plot of its own.
 pub fn family_of(key: &str) -> (String, String) {
-    let leaf = key.rsplit('/').next().unwrap_or(key).to_ascii_lowercase();
+    let last = key.rsplit('/').next().unwrap_or(key).to_ascii_lowercase();
+    let leaf = PHASES
+        .iter()
+        .find_map(|p| last.strip_prefix(p))
+        .unwrap_or(&last)
+        .to_string();
     let is = |prefixes: &[&str]| prefixes.iter().any(|p| leaf.starts_with(p));
     let known = if is(&["pass@", "success", "won", "win_rate", "solved"]) {
         Some(("success", "Success and pass@k"))
@@ -36,7 +45,7 @@ pub fn family_of(key: &str) -> (String, String) {
         Some(("kl", "KL divergence"))
     } else if is(&["response_len", "resp_len", "length", "num_tokens", "tokens"]) {
         Some(("length", "Response length (tokens)"))
-    } else if is(&["invalid"]) {
+    } else if leaf.contains("invalid") {
         Some(("invalid", "Invalid action rate"))
     } else if leaf.contains("loss") {
         Some(("loss", "Loss"))
@@ -44,8 +53,10 @@ pub fn family_of(key: &str) -> (String, String) {
         Some(("time", "Time (s)"))
     } else if is(&["lr", "learning_rate"]) {
         Some(("lr", "Learning rate"))
-    } else if is(&["grad_norm", "clip", "ratio"]) {
+    } else if is(&["grad_norm", "clip", "ratio", "adv"]) {
         Some(("optim", "Optimisation"))
+    } else if leaf.ends_with("updates") {
+        Some(("updates", "Updates"))
     } else {
         None
     };

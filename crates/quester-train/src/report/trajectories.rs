@@ -1,7 +1,10 @@
 //! Turning trajectories.jsonl rows into trials -> attempts -> turns for the browser.
 //!
-//! Rows may be flat (one row per generated sample: play turn or reflection) or nested (one row
-//! per trial with `attempts: [{turns: [...]}]`); see docs/report.md for the accepted keys.
+//! Rows may be flat (one row per generated sample: play turn or reflection), one row per trial
+//! with its `samples` (the trainer's format), or nested (`attempts: [{turns: [...],
+//! reflection}]`); see docs/report.md for the accepted keys. A reflection belongs to the attempt
+//! it prepares (it is generated between attempt a and a+1 and carries attempt a+1), so it is
+//! shown first in that attempt.
 
 use std::collections::BTreeMap;
 
@@ -41,7 +44,7 @@ pub struct AttemptView {
     pub won: bool,
     /// Sum of turn rewards.
     pub reward: f64,
-    /// Turns in order (reflections included, after the play turns of their attempt).
+    /// Turns in order; the reflection that prepared this attempt (if any) comes first.
     pub turns: Vec<TurnView>,
 }
 
@@ -56,6 +59,8 @@ pub struct TrialView {
     pub task: String,
     /// Trial id.
     pub trial: String,
+    /// `train` or `eval` when the writer says so.
+    pub phase: Option<String>,
     /// Won in any attempt.
     pub won: bool,
     /// First attempt that was won (counted from 1).
@@ -145,11 +150,18 @@ const KNOWN: &[&str] = &[
     "env",
     "attempts",
     "turns",
+    "samples",
+    "valid",
+    "phase",
+    "task_seed",
+    "attempt_won",
+    "anchor",
 ];
 
 /// A flat record: one turn with the ids of where it belongs.
 struct Flat {
     step: Option<i64>,
+    phase: Option<String>,
     env: Option<String>,
     task: String,
     trial: String,
@@ -187,7 +199,7 @@ fn flat_turn(row: &Map<String, Value>, order: usize) -> TurnView {
         response: text_of(row, RESPONSE),
         action: text_of(row, &["action"]),
         reward: row.get("reward").and_then(Value::as_f64),
-        invalid: bool_of(row, &["invalid"]),
+        invalid: bool_of(row, &["invalid"]).or_else(|| bool_of(row, &["valid"]).map(|v| !v)),
         extra,
     }
 }
@@ -200,14 +212,29 @@ fn flatten(row: &Map<String, Value>, out: &mut Vec<Map<String, Value>>) {
             for (k, v) in parent {
                 if k != drop
                     && !m.contains_key(k)
-                    && !matches!(k.as_str(), "attempts" | "turns" | "won" | "reward")
+                    && !matches!(
+                        k.as_str(),
+                        "attempts" | "turns" | "samples" | "reflection" | "won" | "reward"
+                    )
                 {
                     m.insert(k.clone(), v.clone());
                 }
             }
             Some(m)
         };
-    if let Some(attempts) = row.get("attempts").and_then(Value::as_array) {
+    if let Some(samples) = row.get("samples").and_then(Value::as_array) {
+        for s in samples {
+            if let Some(m) = inherit(s, row, "samples") {
+                out.push(m);
+            }
+        }
+        return;
+    }
+    let nested = row
+        .get("attempts")
+        .and_then(Value::as_array)
+        .filter(|a| a.iter().any(|x| x.get("turns").is_some()));
+    if let Some(attempts) = nested {
         for (i, a) in attempts.iter().enumerate() {
             if let Some(mut m) = inherit(a, row, "attempts") {
                 m.entry("attempt").or_insert(Value::from(i as i64));
@@ -224,13 +251,15 @@ fn flatten(row: &Map<String, Value>, out: &mut Vec<Map<String, Value>>) {
                 out.push(m);
             }
         }
-        // An attempt's reflection, written after its turns.
+        // An attempt's reflection on itself prepares the next attempt.
         if let Some(r) = row.get("reflection").filter(|r| !r.is_null()) {
             let mut m = row.clone();
             m.remove("turns");
             m.insert("kind".into(), Value::from("reflect"));
             m.insert("response".into(), r.clone());
-            m.insert("turn".into(), Value::from(turns.len() as i64));
+            m.insert("turn".into(), Value::from(0));
+            let next = int_of(row, ATTEMPT).unwrap_or(0) + 1;
+            m.insert("attempt".into(), Value::from(next));
             out.push(m);
         }
         return;
@@ -249,6 +278,7 @@ pub fn build_trials(rows: &[Map<String, Value>]) -> Vec<TrialView> {
         .enumerate()
         .map(|(order, row)| Flat {
             step: int_of(row, STEP),
+            phase: id_of(row, &["phase"]),
             env: id_of(row, &["env"]),
             task: id_of(row, TASK).unwrap_or_else(|| "?".into()),
             trial: id_of(row, TRIAL).unwrap_or_else(|| "0".into()),
@@ -260,19 +290,20 @@ pub fn build_trials(rows: &[Map<String, Value>]) -> Vec<TrialView> {
         .collect();
     // Display attempts from 1 whatever base the writer used.
     let offset = i64::from(flats.iter().map(|f| f.attempt).min() == Some(0));
-    let mut trials: BTreeMap<(Option<i64>, String, String), Vec<Flat>> = BTreeMap::new();
+    type Key = (Option<i64>, Option<String>, String, String);
+    let mut trials: BTreeMap<Key, Vec<Flat>> = BTreeMap::new();
     for f in flats {
         trials
-            .entry((f.step, f.task.clone(), f.trial.clone()))
+            .entry((f.step, f.phase.clone(), f.task.clone(), f.trial.clone()))
             .or_default()
             .push(f);
     }
     trials
         .into_iter()
-        .map(|((step, task, trial), mut turns)| {
+        .map(|((step, phase, task, trial), mut turns)| {
             let env = turns.iter().find_map(|f| f.env.clone());
-            // Reflections go after the play turns of their attempt.
-            turns.sort_by_key(|f| (f.attempt, f.turn.kind == "reflect", f.turn.turn, f.order));
+            // A reflection opens the attempt it prepares.
+            turns.sort_by_key(|f| (f.attempt, f.turn.kind != "reflect", f.turn.turn, f.order));
             let mut attempts: Vec<AttemptView> = Vec::new();
             for f in turns {
                 if attempts
@@ -298,6 +329,7 @@ pub fn build_trials(rows: &[Map<String, Value>]) -> Vec<TrialView> {
                 env,
                 task,
                 trial,
+                phase,
                 won: won_at.is_some(),
                 won_at,
                 attempts,
