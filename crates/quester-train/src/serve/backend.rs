@@ -66,8 +66,9 @@ impl BackendError {
     }
 }
 
-/// A model that `serve` can expose. It lives on one dedicated thread, so it need not be `Sync`.
-pub trait ChatBackend: Send + 'static {
+/// A model that `serve` can expose. It lives on one dedicated thread (built there by
+/// [`super::serve_from`], or moved there by [`super::serve_backend`]), so it need not be `Sync`.
+pub trait ChatBackend {
     /// The id reported by `GET /v1/models` and in every response.
     fn model_id(&self) -> String;
 

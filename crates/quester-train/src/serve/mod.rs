@@ -4,10 +4,33 @@
 mod backend;
 mod batcher;
 mod config;
+mod policy_backend;
 mod request;
 mod server;
 
 pub use backend::{BackendError, ChatBackend, GenerationOutput, GenerationRequest};
 pub use config::ServeConfig;
+pub use policy_backend::PolicyBackend;
 pub use request::{parse_chat_request, ApiError, ParsedRequest, MAX_CHOICES};
-pub use server::{serve_backend, ServeError, ServerHandle};
+pub use server::{serve_backend, serve_from, ServeError, ServerHandle};
+
+/// Serves a trainer [`crate::policy::Policy`] (e.g. the one `crate::api::build_policy` builds,
+/// with a checkpoint loaded) on `addr`. `make` runs on the generation thread, so the policy need
+/// not be `Send`; its error is returned as [`ServeError::Model`]. This is the CLI's `serve`.
+pub fn serve_policy<F>(
+    make: F,
+    model_id: &str,
+    addr: &str,
+    config: ServeConfig,
+) -> Result<ServerHandle, ServeError>
+where
+    F: FnOnce() -> Result<Box<dyn crate::policy::Policy>, String> + Send + 'static,
+{
+    let id = model_id.to_string();
+    serve_from(
+        move || make().map(|p| Box::new(PolicyBackend::new(p, id)) as Box<dyn ChatBackend>),
+        model_id,
+        addr,
+        config,
+    )
+}

@@ -110,10 +110,31 @@ fn unix_now() -> u64 {
 
 /// Serves `backend` over the OpenAI chat-completions API on `addr` (e.g. `127.0.0.1:0`).
 pub fn serve_backend(
-    backend: Box<dyn ChatBackend>,
+    backend: Box<dyn ChatBackend + Send>,
     addr: &str,
     config: ServeConfig,
 ) -> Result<ServerHandle, ServeError> {
+    let model_id = backend.model_id();
+    serve_from(
+        move || Ok(backend as Box<dyn ChatBackend>),
+        &model_id,
+        addr,
+        config,
+    )
+}
+
+/// Serves the backend that `make` builds ON the generation thread (so the backend, e.g. a
+/// trainer policy holding a model, need not be `Send`). Returns once `make` has succeeded and
+/// the port is bound; a failing `make` is [`ServeError::Model`].
+pub fn serve_from<F>(
+    make: F,
+    model_id: &str,
+    addr: &str,
+    config: ServeConfig,
+) -> Result<ServerHandle, ServeError>
+where
+    F: FnOnce() -> Result<Box<dyn ChatBackend>, String> + Send + 'static,
+{
     if config.http_threads == 0 {
         return Err(ServeError::Config(
             "http_threads: must be at least 1".into(),
@@ -133,44 +154,69 @@ pub fn serve_backend(
             addr: addr.to_string(),
             message: "not an IP address".into(),
         })?;
+    let (jobs_tx, jobs_rx) = mpsc::channel::<Job>();
+    let (ready_tx, ready_rx) = mpsc::channel::<Result<(), String>>();
+    let window = Duration::from_millis(config.batch_window_ms);
+    let max_batch = config.max_batch;
+    let generation_thread = std::thread::Builder::new()
+        .name("serve-generate".into())
+        .spawn(move || match make() {
+            Ok(backend) => {
+                let _ = ready_tx.send(Ok(()));
+                run_batches(backend, jobs_rx, max_batch, window);
+            }
+            Err(e) => {
+                let _ = ready_tx.send(Err(e));
+            }
+        })
+        .map_err(|e| ServeError::Config(format!("cannot spawn the generation thread: {e}")))?;
+    let ready = ready_rx
+        .recv()
+        .unwrap_or_else(|_| Err("the model builder panicked".to_string()));
+    if let Err(e) = ready {
+        let _ = generation_thread.join();
+        return Err(ServeError::Model(e));
+    }
     let server = Arc::new(server);
     let stopping = Arc::new(AtomicBool::new(false));
     let shared = Arc::new(Shared {
-        model_id: backend.model_id(),
+        model_id: model_id.to_string(),
         started: unix_now(),
         // Seeds for requests without one: a fixed sequence from the configured seed.
         next_seed: AtomicU64::new(config.seed),
         next_id: AtomicU64::new(0),
         config: config.clone(),
     });
-    let (jobs_tx, jobs_rx) = mpsc::channel::<Job>();
-    let window = Duration::from_millis(config.batch_window_ms);
-    let max_batch = config.max_batch;
-    let generation_thread = std::thread::Builder::new()
-        .name("serve-generate".into())
-        .spawn(move || run_batches(backend, jobs_rx, max_batch, window))
-        .map_err(|e| ServeError::Config(format!("cannot spawn the generation thread: {e}")))?;
-    let mut http_threads = Vec::with_capacity(config.http_threads);
-    for i in 0..config.http_threads {
-        let server = Arc::clone(&server);
-        let stopping = Arc::clone(&stopping);
-        let shared = Arc::clone(&shared);
-        let jobs = jobs_tx.clone();
-        let thread = std::thread::Builder::new()
-            .name(format!("serve-http-{i}"))
-            .spawn(move || http_loop(&server, &stopping, &shared, &jobs))
-            .map_err(|e| ServeError::Config(format!("cannot spawn an HTTP thread: {e}")))?;
-        http_threads.push(thread);
-    }
-    drop(jobs_tx);
-    tracing::info!("serving {} at http://{bound}/v1", shared.model_id);
-    Ok(ServerHandle {
+    let mut handle = ServerHandle {
         addr: bound,
         server,
         stopping,
-        http_threads,
+        http_threads: Vec::with_capacity(config.http_threads),
         generation_thread: Some(generation_thread),
-    })
+    };
+    for i in 0..config.http_threads {
+        let server = Arc::clone(&handle.server);
+        let stopping = Arc::clone(&handle.stopping);
+        let shared = Arc::clone(&shared);
+        let jobs = jobs_tx.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("serve-http-{i}"))
+            .spawn(move || http_loop(&server, &stopping, &shared, &jobs));
+        match spawned {
+            Ok(thread) => handle.http_threads.push(thread),
+            Err(e) => {
+                // The generation thread ends only once every job sender is gone.
+                drop(jobs_tx);
+                drop(handle);
+                return Err(ServeError::Config(format!(
+                    "cannot spawn an HTTP thread: {e}"
+                )));
+            }
+        }
+    }
+    drop(jobs_tx);
+    tracing::info!("serving {} at http://{bound}/v1", shared.model_id);
+    Ok(handle)
 }
 
 fn http_loop(
