@@ -2,6 +2,7 @@
 
 mod cmd_env;
 mod cmd_play;
+mod cmd_train;
 
 use clap::{Parser, Subcommand};
 
@@ -19,6 +20,12 @@ enum Command {
     /// Environment tools: replay responses, solve Sokoban levels.
     #[command(subcommand)]
     Env(cmd_env::EnvCommand),
+    /// Train a policy (LaMer, GiGPO, GRPO, ...) from a preset; resumable.
+    Train(cmd_train::TrainArgs),
+    /// Evaluate a policy: pass@1..k over attempts.
+    Evaluate(cmd_train::EvaluateArgs),
+    /// Write the HTML report (plots + trajectory browser) of a run directory.
+    Report(cmd_train::ReportArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -27,6 +34,9 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Play(args) => cmd_play::run(args),
         Command::Env(cmd) => cmd_env::run(cmd),
+        Command::Train(args) => cmd_train::train(args),
+        Command::Evaluate(args) => cmd_train::evaluate(args),
+        Command::Report(args) => cmd_train::report(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

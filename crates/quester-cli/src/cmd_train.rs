@@ -1,0 +1,93 @@
+//! `quester train`, `quester evaluate`, `quester report`.
+
+use anyhow::Context;
+use quester_train::TrainConfig;
+use std::path::{Path, PathBuf};
+
+#[derive(clap::Args)]
+pub struct TrainArgs {
+    /// Preset or config file (TOML), e.g. configs/lamer_sokoban_cpu.toml.
+    #[arg(long, short, required_unless_present = "resume")]
+    pub config: Option<PathBuf>,
+    /// Dotted overrides, e.g. --set algorithm.traj_gamma=0.6.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub overrides: Vec<String>,
+    /// Run directory (config, metrics, checkpoints, trajectories, report).
+    #[arg(long, default_value = "runs/latest")]
+    pub run_dir: PathBuf,
+    /// Continue the run in RUN_DIR from its last checkpoint, with its own config.
+    #[arg(long, value_name = "RUN_DIR", conflicts_with_all = ["config", "overrides"])]
+    pub resume: Option<PathBuf>,
+    /// Do not write the HTML report at the end.
+    #[arg(long)]
+    pub no_report: bool,
+}
+
+#[derive(clap::Args)]
+pub struct EvaluateArgs {
+    /// Preset or config file (TOML).
+    #[arg(long, short)]
+    pub config: PathBuf,
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub overrides: Vec<String>,
+    /// A checkpoint folder of a run (runs/NAME/checkpoints/step-N); default: the untrained policy.
+    #[arg(long)]
+    pub checkpoint: Option<PathBuf>,
+    /// Where to write eval.json and the evaluated trials.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+pub struct ReportArgs {
+    /// Run directory holding metrics.jsonl and trajectories.jsonl.
+    pub run_dir: PathBuf,
+}
+
+pub fn train(args: TrainArgs) -> anyhow::Result<()> {
+    let (summary, run_dir) = match &args.resume {
+        Some(dir) => (
+            quester_train::resume(dir).with_context(|| format!("resuming {}", dir.display()))?,
+            dir.clone(),
+        ),
+        None => {
+            let path = args.config.as_deref().context("--config is required")?;
+            let cfg = load_config(path, &args.overrides)?;
+            let summary = quester_train::train(&cfg, &args.run_dir, false)
+                .with_context(|| format!("training into {}", args.run_dir.display()))?;
+            (summary, args.run_dir.clone())
+        }
+    };
+    println!(
+        "{} steps done; last metrics: {}",
+        summary.steps,
+        serde_json::Value::Object(summary.last_metrics)
+    );
+    if !args.no_report {
+        write_report(&run_dir)?;
+    }
+    Ok(())
+}
+
+pub fn evaluate(args: EvaluateArgs) -> anyhow::Result<()> {
+    let cfg = load_config(&args.config, &args.overrides)?;
+    let report = quester_train::evaluate(&cfg, args.checkpoint.as_deref(), args.out.as_deref())
+        .context("evaluation")?;
+    println!("{}", serde_json::to_string_pretty(&report)?);
+    Ok(())
+}
+
+pub fn report(args: ReportArgs) -> anyhow::Result<()> {
+    write_report(&args.run_dir)
+}
+
+fn load_config(path: &Path, overrides: &[String]) -> anyhow::Result<TrainConfig> {
+    TrainConfig::load(path, overrides).with_context(|| format!("config {}", path.display()))
+}
+
+fn write_report(run_dir: &Path) -> anyhow::Result<()> {
+    let path = quester_train::report::write_report(run_dir)
+        .with_context(|| format!("writing the report of {}", run_dir.display()))?;
+    println!("report: {}", path.display());
+    Ok(())
+}
