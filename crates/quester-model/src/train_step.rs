@@ -370,9 +370,13 @@ impl<M: TrainableModel> TrainStep<M> {
         stats.lr = lr;
         stats.grad_norm = f64::NAN;
         let grads = self.accumulated.take();
-        let Some(grads) = grads.filter(|_| !stats.skipped_nan) else {
-            stats.skipped_nan = true;
+        if stats.skipped_nan {
             return Ok(stats);
+        }
+        let Some(grads) = grads else {
+            return Err(TrainStepError::Batch(
+                "apply() called with no accumulated gradient (call accumulate() first)".into(),
+            ));
         };
         let norm = global_grad_norm(&self.vars, &grads)?;
         stats.grad_norm = norm.norm;

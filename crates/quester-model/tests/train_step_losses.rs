@@ -346,4 +346,7 @@ fn malformed_batches_are_errors() {
     };
     let err = TrainStep::new(Bigram::new(5, 2, 0), bad).err().unwrap();
     assert!(err.to_string().contains("dual_clip"), "{err}");
+    let mut t = TrainStep::new(Bigram::new(5, 2, 0), TrainStepConfig::default()).unwrap();
+    let err = t.apply().unwrap_err();
+    assert!(err.to_string().contains("accumulate"), "{err}");
 }
