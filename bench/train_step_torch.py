@@ -47,7 +47,7 @@ def main():
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_pretrained(
-        a.model_dir, torch_dtype=torch.float32, attn_implementation="eager"
+        a.model_dir, dtype=torch.float32, attn_implementation="eager"
     )
     model.train()
     if a.mode == "lora":
