@@ -47,6 +47,22 @@ pub trait TrainableModel {
     fn trainable_vars(&self) -> Vec<(String, Var)>;
 }
 
+impl TrainableModel for crate::model::Model {
+    fn token_logprobs(
+        &self,
+        ids: &Tensor,
+        mask: &Tensor,
+        targets_from: usize,
+    ) -> Result<Tensor, TrainStepError> {
+        crate::model::Model::token_logprobs(self, ids, mask, targets_from)
+            .map_err(|e| TrainStepError::Model(e.to_string()))
+    }
+
+    fn trainable_vars(&self) -> Vec<(String, Var)> {
+        crate::model::Model::trainable_vars(self)
+    }
+}
+
 /// The policy loss.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
