@@ -1,6 +1,7 @@
 //! `quester`: train, evaluate, play an environment by hand, benchmark, report.
 
 mod cmd_env;
+mod cmd_model;
 mod cmd_play;
 mod cmd_train;
 
@@ -20,6 +21,15 @@ enum Command {
     /// Environment tools: replay responses, solve Sokoban levels.
     #[command(subcommand)]
     Env(cmd_env::EnvCommand),
+    /// Model tools: fetch the default model.
+    #[command(subcommand)]
+    Model(cmd_model::ModelCommand),
+    /// Chat with a model in the terminal.
+    Chat(cmd_model::ChatArgs),
+    /// Generate responses (batched) for one or more prompts.
+    Generate(cmd_model::GenerateArgs),
+    /// Log-probabilities of a completion after a prompt.
+    Score(cmd_model::ScoreArgs),
     /// Train a policy (LaMer, GiGPO, GRPO, ...) from a preset; resumable.
     Train(cmd_train::TrainArgs),
     /// Evaluate a policy: pass@1..k over attempts.
@@ -34,6 +44,10 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Play(args) => cmd_play::run(args),
         Command::Env(cmd) => cmd_env::run(cmd),
+        Command::Model(cmd) => cmd_model::run_model(cmd),
+        Command::Chat(args) => cmd_model::chat(args),
+        Command::Generate(args) => cmd_model::generate_cmd(args),
+        Command::Score(args) => cmd_model::score_cmd(args),
         Command::Train(args) => cmd_train::train(args),
         Command::Evaluate(args) => cmd_train::evaluate(args),
         Command::Report(args) => cmd_train::report(args),
