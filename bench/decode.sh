@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Side-by-side decode throughput: quester's batched generation (32 sequences x 128 new tokens,
+# release build) vs llama.cpp (llama-cpp-python, same GGUF, the 32 decoded one after another).
+# Usage: bench/decode.sh [N=32] [M=128]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N="${1:-32}"; M="${2:-128}"
+GGUF="${QUESTER_HOME:-$HOME/.cache/quester}/models/SmolLM2-135M-Instruct.Q4_1.gguf"
+if [ ! -x bench/.venv-llamacpp/bin/python ]; then
+  python3 -m venv bench/.venv-llamacpp
+  bench/.venv-llamacpp/bin/pip install -q llama-cpp-python==0.3.36
+fi
+cargo build -q --release -p quester-model --example bench_decode
+BIN="${CARGO_TARGET_DIR:-target}/release/examples/bench_decode"
+ours=$("$BIN" "$N" "$M" | tee /dev/stderr)
+theirs=$(bench/.venv-llamacpp/bin/python bench/decode_llamacpp.py "$GGUF" "$N" "$M" "$(nproc)" | tee /dev/stderr)
+a=$(echo "$ours" | sed -E 's/.*= ([0-9.]+) tok\/s.*/\1/')
+b=$(echo "$theirs" | sed -E 's/.*= ([0-9.]+) tok\/s.*/\1/')
+python3 -c "print(f'ratio quester / llama.cpp = {$a / $b:.2f}')"

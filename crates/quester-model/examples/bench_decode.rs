@@ -1,0 +1,66 @@
+//! Batched decoding throughput of the default model: N chat prompts x M new tokens, greedy,
+//! EOS ignored so every sequence produces exactly M tokens. Run through bench/decode.sh.
+//!
+//! Usage: bench_decode [N=32] [M=128]
+
+use quester_model::generate::{generate, GenerationRequest, SamplingParams};
+use quester_model::{load_default, ChatMessage};
+use std::time::Instant;
+
+const TOPICS: [&str; 8] = [
+    "the sea",
+    "a robot",
+    "winter",
+    "a lost key",
+    "the moon",
+    "a library",
+    "rain",
+    "a chess game",
+];
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let n = args.first().copied().unwrap_or(32);
+    let m = args.get(1).copied().unwrap_or(128);
+    let t0 = Instant::now();
+    let lm = load_default()?;
+    eprintln!("loaded in {:.1}s", t0.elapsed().as_secs_f64());
+    let requests: Vec<GenerationRequest> = (0..n)
+        .map(|i| {
+            let prompt = lm.chat_template.render(
+                &[ChatMessage::new(
+                    "user",
+                    format!(
+                        "Write a short story number {i} about {}.",
+                        TOPICS[i % TOPICS.len()]
+                    ),
+                )],
+                true,
+            )?;
+            Ok(GenerationRequest {
+                prompt_ids: lm.tokenizer.encode(&prompt)?,
+                params: SamplingParams {
+                    ignore_eos: true,
+                    ..SamplingParams::greedy(m)
+                },
+            })
+        })
+        .collect::<Result<_, quester_model::ModelError>>()?;
+    let prompt_tokens: usize = requests.iter().map(|r| r.prompt_ids.len()).sum();
+    let t = Instant::now();
+    let out = generate(&lm.model, &lm.tokenizer, &requests)?;
+    let secs = t.elapsed().as_secs_f64();
+    let new_tokens: usize = out.iter().map(|o| o.token_ids.len()).sum();
+    println!(
+        "quester: {n} sequences x {m} tokens ({prompt_tokens} prompt tokens): {new_tokens} new tokens in {secs:.2}s = {:.1} tok/s",
+        new_tokens as f64 / secs
+    );
+    eprintln!(
+        "sample: {:?}",
+        out[0].text.chars().take(120).collect::<String>()
+    );
+    Ok(())
+}

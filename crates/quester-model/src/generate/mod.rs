@@ -1,0 +1,218 @@
+//! Batched generation with a KV cache: ragged prompts (left padding), per-sequence sampling
+//! settings and seeded RNGs, stop strings, EOS, and a temperature switch at a marker.
+//!
+//! Each sequence owns a ChaCha8 RNG seeded from its own `seed`, and draws exactly one number per
+//! sampled token, so its samples do not depend on which other sequences share the batch (up to
+//! float rounding differences between batch shapes). Generation reads the current f32 weights.
+
+pub mod params;
+pub mod sampler;
+
+pub use params::{
+    FinishReason, GenerationOutput, GenerationRequest, SamplingParams, TemperatureSwitch,
+};
+
+use crate::error::{ModelError, Result};
+use crate::model::Model;
+use crate::tokenizer::Tokenizer;
+use candle_core::{DType, Device, Tensor};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
+
+/// Per-sequence decoding state.
+struct SeqState {
+    request: usize,
+    rng: ChaCha8Rng,
+    temperature: f64,
+    switched: bool,
+    ids: Vec<u32>,
+    logprobs: Vec<f32>,
+    temperatures: Vec<f32>,
+    finish: Option<FinishReason>,
+}
+
+/// Generates a response for every request, all in one batch.
+pub fn generate(
+    model: &Model,
+    tokenizer: &Tokenizer,
+    requests: &[GenerationRequest],
+) -> Result<Vec<GenerationOutput>> {
+    if requests.is_empty() {
+        return Ok(Vec::new());
+    }
+    for (i, r) in requests.iter().enumerate() {
+        if r.prompt_ids.is_empty() {
+            return Err(ModelError::Input(format!(
+                "request {i} has an empty prompt"
+            )));
+        }
+        if r.params.temperature.is_nan()
+            || r.params.temperature < 0.0
+            || r.params.top_p.is_nan()
+            || r.params.top_p <= 0.0
+        {
+            return Err(ModelError::Input(format!(
+                "request {i}: temperature must be >= 0 and top_p > 0"
+            )));
+        }
+    }
+    let eos = tokenizer.eos_ids().to_vec();
+    let max_prompt = requests
+        .iter()
+        .map(|r| r.prompt_ids.len())
+        .max()
+        .unwrap_or(0);
+    let max_new = requests
+        .iter()
+        .map(|r| r.params.max_new_tokens)
+        .max()
+        .unwrap_or(0);
+    let mut states: Vec<SeqState> = requests
+        .iter()
+        .enumerate()
+        .map(|(i, r)| SeqState {
+            request: i,
+            rng: ChaCha8Rng::seed_from_u64(r.params.seed),
+            temperature: r.params.temperature,
+            switched: false,
+            ids: Vec::new(),
+            logprobs: Vec::new(),
+            temperatures: Vec::new(),
+            finish: if r.params.max_new_tokens == 0 {
+                Some(FinishReason::Length)
+            } else {
+                None
+            },
+        })
+        .collect();
+    if max_new == 0 {
+        return finish_all(tokenizer, states);
+    }
+    // Prefill: left-pad every prompt to the longest.
+    let b = requests.len();
+    let mut ids = Vec::with_capacity(b * max_prompt);
+    let mut key_mask = Vec::with_capacity(b);
+    for r in requests {
+        let pad = max_prompt - r.prompt_ids.len();
+        ids.extend(std::iter::repeat_n(0u32, pad));
+        ids.extend_from_slice(&r.prompt_ids);
+        let mut m = vec![0u32; pad];
+        m.extend(std::iter::repeat_n(1u32, r.prompt_ids.len()));
+        key_mask.push(m);
+    }
+    let mut cache = model.new_cache(b, max_prompt + max_new)?;
+    let ids = Tensor::from_vec(ids, (b, max_prompt), &Device::Cpu)?;
+    let mut logits = model.forward_cached(&ids, &key_mask, &vec![0; b], &mut cache)?;
+    let mut rows: Vec<usize> = (0..b).collect(); // batch row -> index into `states`
+    let mut real: Vec<u32> = requests.iter().map(|r| r.prompt_ids.len() as u32).collect();
+    loop {
+        let lg = logits.to_dtype(DType::F32)?.to_vec2::<f32>()?;
+        // Sample every live row in parallel; each row touches only its own state.
+        let mut row_states: Vec<(usize, &mut SeqState)> = Vec::new();
+        {
+            let mut by_idx: Vec<Option<&mut SeqState>> = states.iter_mut().map(Some).collect();
+            for (row, &si) in rows.iter().enumerate() {
+                if let Some(s) = by_idx[si].take() {
+                    row_states.push((row, s));
+                }
+            }
+        }
+        row_states.par_iter_mut().for_each(|(row, s)| {
+            if s.finish.is_some() {
+                return;
+            }
+            let p = &requests[s.request].params;
+            let (tok, lp) = sampler::sample(&lg[*row], s.temperature, p, &mut s.rng);
+            s.ids.push(tok);
+            s.logprobs.push(lp);
+            s.temperatures.push(s.temperature as f32);
+        });
+        drop(row_states);
+        // Check the end conditions and the temperature switch on the decoded response.
+        for &si in &rows {
+            let s = &mut states[si];
+            if s.finish.is_some() {
+                continue;
+            }
+            let p = &requests[s.request].params;
+            let last = *s.ids.last().unwrap_or(&0);
+            if !p.ignore_eos && eos.contains(&last) {
+                s.finish = Some(FinishReason::Eos);
+                continue;
+            }
+            if !p.stop.is_empty() || (p.temperature_switch.is_some() && !s.switched) {
+                let text = tokenizer.decode(&s.ids)?;
+                if let Some(stop) = p
+                    .stop
+                    .iter()
+                    .find(|st| !st.is_empty() && text.contains(st.as_str()))
+                {
+                    s.finish = Some(FinishReason::Stop(stop.clone()));
+                    continue;
+                }
+                if let Some(sw) = p.temperature_switch.as_ref().filter(|_| !s.switched) {
+                    if text.contains(&sw.marker) {
+                        s.temperature = sw.temperature;
+                        s.switched = true;
+                    }
+                }
+            }
+            if s.ids.len() >= p.max_new_tokens {
+                s.finish = Some(FinishReason::Length);
+            }
+        }
+        let live: Vec<usize> = (0..rows.len())
+            .filter(|&r| states[rows[r]].finish.is_none())
+            .collect();
+        if live.is_empty() {
+            break;
+        }
+        // Drop finished rows from the batch once a quarter of it is dead (a compaction copies
+        // the whole cache, so it is amortised over several finishes).
+        if (rows.len() - live.len()) * 4 >= rows.len() {
+            let keep = Tensor::from_vec(
+                live.iter().map(|&r| r as u32).collect::<Vec<_>>(),
+                live.len(),
+                &Device::Cpu,
+            )?;
+            cache.select_rows(&keep)?;
+            rows = live.iter().map(|&r| rows[r]).collect();
+            key_mask = live.iter().map(|&r| key_mask[r].clone()).collect();
+            real = live.iter().map(|&r| real[r]).collect();
+        }
+        let next: Vec<u32> = rows
+            .iter()
+            .map(|&si| *states[si].ids.last().unwrap_or(&0))
+            .collect();
+        for m in key_mask.iter_mut() {
+            m.push(1);
+        }
+        let n = rows.len();
+        let step = Tensor::from_vec(next, (n, 1), &Device::Cpu)?;
+        logits = model.forward_cached(&step, &key_mask, &real, &mut cache)?;
+        for r in real.iter_mut() {
+            *r += 1;
+        }
+    }
+    finish_all(tokenizer, states)
+}
+
+fn finish_all(tokenizer: &Tokenizer, states: Vec<SeqState>) -> Result<Vec<GenerationOutput>> {
+    states
+        .into_iter()
+        .map(|s| {
+            let text_ids = match s.finish {
+                Some(FinishReason::Eos) => &s.ids[..s.ids.len().saturating_sub(1)],
+                _ => &s.ids[..],
+            };
+            Ok(GenerationOutput {
+                text: tokenizer.decode(text_ids)?,
+                token_ids: s.ids,
+                logprobs: s.logprobs,
+                temperatures: s.temperatures,
+                finish_reason: s.finish.unwrap_or(FinishReason::Length),
+            })
+        })
+        .collect()
+}

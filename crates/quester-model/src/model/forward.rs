@@ -1,0 +1,329 @@
+//! Forward passes: full-sequence (training, scoring) and incremental with a KV cache (generation).
+
+use super::{KvCache, Layer, Model};
+use crate::error::{ModelError, Result};
+use crate::nn::linear::pick;
+use crate::ops::{gather_log_softmax, rms_norm, rope, rope_tables, softmax_last_dim, swiglu};
+use candle_core::{DType, Device, Tensor};
+
+/// Additive attention bias for masked keys. Finite so fully masked rows stay NaN-free.
+pub const MASK_VALUE: f64 = -1e9;
+
+/// A 0/1 mask [B, T] read into host memory (any numeric dtype accepted).
+pub(crate) fn mask_rows(mask: &Tensor) -> Result<Vec<Vec<u32>>> {
+    let m = mask.to_dtype(DType::F32)?.to_vec2::<f32>()?;
+    Ok(m.into_iter()
+        .map(|r| r.into_iter().map(|v| u32::from(v != 0.0)).collect())
+        .collect())
+}
+
+/// Position of each token: the number of real tokens before it (so left padding is skipped).
+pub(crate) fn positions(mask: &[Vec<u32>], past: &[u32]) -> Vec<Vec<u32>> {
+    mask.iter()
+        .zip(past)
+        .map(|(row, &p0)| {
+            let mut seen = p0;
+            row.iter()
+                .map(|&m| {
+                    let p = seen;
+                    seen += m;
+                    p
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Causal + padding bias [B, 1, 1, T, S] for queries at cache positions `past..past+T` over keys
+/// `0..S` (S = past + T) with key mask `key_mask` [B][S].
+pub(crate) fn attention_bias(
+    key_mask: &[Vec<u32>],
+    past: usize,
+    t: usize,
+    dtype: DType,
+) -> Result<Tensor> {
+    let b = key_mask.len();
+    let s = past + t;
+    let mut v = vec![MASK_VALUE as f32; b * t * s];
+    for (bi, km) in key_mask.iter().enumerate() {
+        for qi in 0..t {
+            let row = &mut v[(bi * t + qi) * s..(bi * t + qi + 1) * s];
+            for (ki, slot) in row.iter_mut().enumerate().take(past + qi + 1) {
+                if km.get(ki).copied().unwrap_or(0) != 0 {
+                    *slot = 0.0;
+                }
+            }
+        }
+    }
+    Ok(Tensor::from_vec(v, (b, 1, 1, t, s), &Device::Cpu)?.to_dtype(dtype)?)
+}
+
+impl Model {
+    fn check_ids(&self, ids: &Tensor) -> Result<(usize, usize)> {
+        let (b, t) = ids.dims2()?;
+        let flat: Vec<u32> = ids.to_dtype(DType::U32)?.flatten_all()?.to_vec1()?;
+        if let Some(&bad) = flat.iter().find(|&&i| i as usize >= self.config.vocab_size) {
+            return Err(ModelError::Input(format!(
+                "token id {bad} is outside the vocabulary ({})",
+                self.config.vocab_size
+            )));
+        }
+        Ok((b, t))
+    }
+
+    /// Final hidden states [B, T, hidden] (after the last RMSNorm).
+    fn hidden(
+        &self,
+        ids: &Tensor,
+        pos: &[Vec<u32>],
+        bias: &Tensor,
+        mut cache: Option<&mut KvCache>,
+        grad: bool,
+    ) -> Result<Tensor> {
+        let (b, t) = ids.dims2()?;
+        let cfg = &self.config;
+        let dtype = self.dtype();
+        let ids = ids.to_dtype(DType::U32)?;
+        let emb = pick(&self.embed_tokens, grad);
+        let mut x = emb
+            .index_select(&ids.flatten_all()?, 0)?
+            .reshape((b, t, cfg.hidden_size))?;
+        let pos_t = Tensor::from_vec(pos.concat(), (b, t), &Device::Cpu)?;
+        let (cos, sin) = rope_tables(&pos_t, cfg.head_dim, cfg.rope_theta, dtype)?;
+        let past = cache.as_ref().map(|c| c.len).unwrap_or(0);
+        if let Some(c) = cache.as_ref() {
+            if past + t > c.capacity {
+                return Err(ModelError::Input(format!(
+                    "KV cache capacity {} exceeded ({} + {t})",
+                    c.capacity, past
+                )));
+            }
+        }
+        for (li, layer) in self.layers.iter().enumerate() {
+            let kv = cache.as_deref_mut().map(|c| (&c.keys[li], &c.values[li]));
+            let h = rms_norm(&x, &pick(&layer.input_layernorm, grad), cfg.rms_norm_eps)?;
+            let a = self.attention(layer, &h, &cos, &sin, bias, kv, past, grad)?;
+            x = (x + a)?;
+            let h = rms_norm(
+                &x,
+                &pick(&layer.post_attention_layernorm, grad),
+                cfg.rms_norm_eps,
+            )?;
+            let m = layer.down_proj.forward(
+                &swiglu(
+                    &layer.gate_proj.forward(&h, grad)?,
+                    &layer.up_proj.forward(&h, grad)?,
+                )?,
+                grad,
+            )?;
+            x = (x + m)?;
+        }
+        if let Some(c) = cache {
+            c.len += t;
+        }
+        Ok(rms_norm(&x, &pick(&self.norm, grad), cfg.rms_norm_eps)?)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn attention(
+        &self,
+        layer: &Layer,
+        x: &Tensor,
+        cos: &Tensor,
+        sin: &Tensor,
+        bias: &Tensor,
+        kv: Option<(&Tensor, &Tensor)>,
+        past: usize,
+        grad: bool,
+    ) -> candle_core::Result<Tensor> {
+        let cfg = &self.config;
+        let (b, t, _) = x.dims3()?;
+        let (h, kvh, d) = (
+            cfg.num_attention_heads,
+            cfg.num_key_value_heads,
+            cfg.head_dim,
+        );
+        let g = h / kvh;
+        let mut q = layer.q_proj.forward(x, grad)?.reshape((b, t, h, d))?;
+        let mut k = layer.k_proj.forward(x, grad)?.reshape((b, t, kvh, d))?;
+        let v = layer.v_proj.forward(x, grad)?.reshape((b, t, kvh, d))?;
+        if let (Some(qn), Some(kn)) = (&layer.q_norm, &layer.k_norm) {
+            q = rms_norm(&q, &pick(qn, grad), cfg.rms_norm_eps)?;
+            k = rms_norm(&k, &pick(kn, grad), cfg.rms_norm_eps)?;
+        }
+        let q = (rope(&q, cos, sin)? * (1.0 / (d as f64).sqrt()))?;
+        let k = rope(&k, cos, sin)?;
+        // Queries grouped by their key/value head: [B, KVH, G*T, D] so one batched matmul per
+        // kv head serves the whole group (no repeat of keys and values).
+        let q = q
+            .reshape((b, t, kvh, g, d))?
+            .permute((0, 2, 3, 1, 4))?
+            .contiguous()?
+            .reshape((b, kvh, g * t, d))?;
+        let k = k.transpose(1, 2)?.contiguous()?;
+        let v = v.transpose(1, 2)?.contiguous()?;
+        let (k, v) = match kv {
+            Some((kc, vc)) => {
+                kc.slice_set(&k, 2, past)?;
+                vc.slice_set(&v, 2, past)?;
+                (kc.narrow(2, 0, past + t)?, vc.narrow(2, 0, past + t)?)
+            }
+            None => (k, v),
+        };
+        let s = k.dim(2)?;
+        let scores = q.matmul(&k.t()?)?.reshape((b, kvh, g, t, s))?;
+        let p = softmax_last_dim(&scores.broadcast_add(bias)?)?.reshape((b, kvh, g * t, s))?;
+        let o = p
+            .matmul(&v)?
+            .reshape((b, kvh, g, t, d))?
+            .permute((0, 3, 1, 2, 4))?
+            .contiguous()?
+            .reshape((b, t, h * d))?;
+        layer.o_proj.forward(&o, grad)
+    }
+
+    fn head(&self, grad: bool) -> Tensor {
+        match &self.lm_head {
+            Some(w) => pick(w, grad),
+            None => pick(&self.embed_tokens, grad),
+        }
+    }
+
+    /// Logits [B, T, vocab] for `ids` [B, T] with a 0/1 `mask` [B, T] (left or right padding;
+    /// positions are counted over real tokens only). Tracks gradients.
+    pub fn forward(&self, ids: &Tensor, mask: &Tensor) -> Result<Tensor> {
+        let (b, t) = self.check_ids(ids)?;
+        let rows = mask_rows(mask)?;
+        let pos = positions(&rows, &vec![0; b]);
+        let bias = attention_bias(&rows, 0, t, self.dtype())?;
+        let h = self.hidden(ids, &pos, &bias, None, true)?;
+        let logits = h
+            .reshape((b * t, self.config.hidden_size))?
+            .matmul(&self.head(true).t()?)?;
+        Ok(logits.reshape((b, t, self.config.vocab_size))?)
+    }
+
+    /// The RL entry point: log-probabilities of the given tokens under the model.
+    ///
+    /// Returns [B, T - targets_from] where column c is `ln p(ids[b, targets_from + c] |
+    /// ids[b, ..targets_from + c])`. Entries are 0 where the target or the position predicting
+    /// it is padding (so the first real token after left padding, like the first token of any
+    /// sequence, has no log-prob). The output head
+    /// is evaluated only on the positions that predict a target. Differentiable.
+    pub fn token_logprobs(
+        &self,
+        ids: &Tensor,
+        mask: &Tensor,
+        targets_from: usize,
+    ) -> Result<Tensor> {
+        let (b, t) = self.check_ids(ids)?;
+        if targets_from == 0 || targets_from >= t {
+            return Err(ModelError::Input(format!(
+                "targets_from must be in 1..{t} (the first token has no prediction), got {targets_from}"
+            )));
+        }
+        let rows = mask_rows(mask)?;
+        let pos = positions(&rows, &vec![0; b]);
+        let bias = attention_bias(&rows, 0, t, self.dtype())?;
+        let h = self.hidden(ids, &pos, &bias, None, true)?;
+        let n = t - targets_from;
+        let hsel = h
+            .narrow(1, targets_from - 1, n)?
+            .reshape((b * n, self.config.hidden_size))?;
+        let targets = ids
+            .to_dtype(DType::U32)?
+            .narrow(1, targets_from, n)?
+            .flatten_all()?;
+        let head = self.head(true);
+        // Row chunks bound the size of the [rows, vocab] logits block alive at once in forward.
+        let chunk = 256;
+        let mut parts = Vec::new();
+        let mut start = 0;
+        while start < b * n {
+            let len = chunk.min(b * n - start);
+            let logits = hsel.narrow(0, start, len)?.matmul(&head.t()?)?;
+            parts.push(gather_log_softmax(
+                &logits,
+                &targets.narrow(0, start, len)?,
+            )?);
+            start += len;
+        }
+        let lp = Tensor::cat(&parts, 0)?.reshape((b, n))?;
+        let tmask = Tensor::from_vec(
+            rows.iter()
+                .flat_map(|r| (targets_from..t).map(move |j| (r[j] * r[j - 1]) as f32))
+                .collect::<Vec<_>>(),
+            (b, n),
+            &Device::Cpu,
+        )?
+        .to_dtype(self.dtype())?;
+        Ok((lp * tmask)?)
+    }
+
+    /// Runs new tokens `ids` [B, T] through the model with a KV cache and returns the logits of
+    /// the last position [B, vocab] (no gradients). `key_mask` [B][cache.len + T] marks real
+    /// tokens; `past_real` [B] counts the real tokens already in the cache per sequence.
+    pub fn forward_cached(
+        &self,
+        ids: &Tensor,
+        key_mask: &[Vec<u32>],
+        past_real: &[u32],
+        cache: &mut KvCache,
+    ) -> Result<Tensor> {
+        let (b, t) = self.check_ids(ids)?;
+        let past = cache.len;
+        if key_mask.len() != b || key_mask.iter().any(|r| r.len() != past + t) {
+            return Err(ModelError::Input(
+                "key mask does not match cache + new tokens".into(),
+            ));
+        }
+        let new_mask: Vec<Vec<u32>> = key_mask.iter().map(|r| r[past..].to_vec()).collect();
+        let pos = positions(&new_mask, past_real);
+        let bias = attention_bias(key_mask, past, t, self.dtype())?;
+        let h = self.hidden(ids, &pos, &bias, Some(cache), false)?;
+        let last = h
+            .narrow(1, t - 1, 1)?
+            .reshape((b, self.config.hidden_size))?;
+        Ok(last.matmul(&self.head(false).t()?)?)
+    }
+
+    /// A KV cache sized for this model.
+    pub fn new_cache(&self, batch: usize, capacity: usize) -> Result<KvCache> {
+        Ok(KvCache::new(
+            self.config.num_hidden_layers,
+            batch,
+            self.config.num_key_value_heads,
+            capacity,
+            self.config.head_dim,
+            self.dtype(),
+        )?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions_skip_left_padding() {
+        let m = vec![vec![0, 0, 1, 1, 1], vec![1, 1, 1, 1, 1]];
+        let p = positions(&m, &[0, 0]);
+        assert_eq!(p[0], vec![0, 0, 0, 1, 2]);
+        assert_eq!(p[1], vec![0, 1, 2, 3, 4]);
+        let p = positions(&[vec![1]], &[7]);
+        assert_eq!(p[0], vec![7]);
+    }
+
+    #[test]
+    fn bias_is_causal_and_masks_padding() {
+        let m = vec![vec![0, 1, 1]];
+        let b: Vec<f32> = attention_bias(&m, 0, 3, DType::F32)
+            .unwrap()
+            .flatten_all()
+            .unwrap()
+            .to_vec1()
+            .unwrap();
+        let neg = MASK_VALUE as f32;
+        assert_eq!(b, vec![neg, neg, neg, neg, 0.0, neg, neg, 0.0, 0.0]);
+    }
+}

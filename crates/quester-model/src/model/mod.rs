@@ -1,0 +1,63 @@
+//! The Llama-family decoder (Llama / SmolLM2, Qwen2, Qwen3) with trainable f32 weights.
+
+mod forward;
+mod kv_cache;
+mod weights;
+
+pub use kv_cache::KvCache;
+
+use crate::config::ModelConfig;
+use crate::nn::Linear;
+use candle_core::{DType, Var};
+
+/// One decoder layer.
+#[derive(Debug, Clone)]
+pub struct Layer {
+    /// RMSNorm before attention.
+    pub input_layernorm: Var,
+    /// Query projection.
+    pub q_proj: Linear,
+    /// Key projection.
+    pub k_proj: Linear,
+    /// Value projection.
+    pub v_proj: Linear,
+    /// Attention output projection.
+    pub o_proj: Linear,
+    /// Per-head RMSNorm weight on queries (Qwen3).
+    pub q_norm: Option<Var>,
+    /// Per-head RMSNorm weight on keys (Qwen3).
+    pub k_norm: Option<Var>,
+    /// RMSNorm before the MLP.
+    pub post_attention_layernorm: Var,
+    /// SwiGLU gate.
+    pub gate_proj: Linear,
+    /// SwiGLU up.
+    pub up_proj: Linear,
+    /// SwiGLU down.
+    pub down_proj: Linear,
+}
+
+/// A decoder-only language model. Weights are candle `Var`s so the same object generates,
+/// scores and trains. `clone()` shares the weights; `deep_clone()` copies them.
+#[derive(Debug, Clone)]
+pub struct Model {
+    /// Architecture.
+    pub config: ModelConfig,
+    /// Token embedding [vocab, hidden] (also the output head when tied).
+    pub embed_tokens: Var,
+    /// Decoder layers.
+    pub layers: Vec<Layer>,
+    /// Final RMSNorm.
+    pub norm: Var,
+    /// Untied output head [vocab, hidden]; None when tied to the embedding.
+    pub lm_head: Option<Var>,
+    /// True once a LoRA adapter is attached: only adapters are trainable then.
+    pub lora_attached: bool,
+}
+
+impl Model {
+    /// Element type of the weights.
+    pub fn dtype(&self) -> DType {
+        self.embed_tokens.dtype()
+    }
+}

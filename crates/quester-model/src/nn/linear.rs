@@ -1,0 +1,166 @@
+//! The one projection type of the model: a frozen-or-trainable weight, an optional bias and an
+//! optional LoRA adapter.
+
+use candle_core::{DType, Device, Result, Tensor, Var};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+/// Which projections get LoRA adapters, and their size.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LoraConfig {
+    /// Rank r of the update `B A`.
+    pub rank: usize,
+    /// The update is scaled by `alpha / rank`.
+    pub alpha: f64,
+    /// Projection names: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj.
+    pub target_modules: Vec<String>,
+    /// Seed of the A initialisation.
+    pub seed: u64,
+}
+
+impl Default for LoraConfig {
+    fn default() -> Self {
+        LoraConfig {
+            rank: 16,
+            alpha: 32.0,
+            target_modules: LORA_TARGETS.iter().map(|s| s.to_string()).collect(),
+            seed: 0,
+        }
+    }
+}
+
+/// The projection names a LoRA adapter can be attached to.
+pub const LORA_TARGETS: [&str; 7] = [
+    "q_proj",
+    "k_proj",
+    "v_proj",
+    "o_proj",
+    "gate_proj",
+    "up_proj",
+    "down_proj",
+];
+
+/// A low-rank update: `y += scale * (x A^T) B^T`, A [r, in], B [out, r] (zero at init, so the
+/// adapted model starts equal to the base model).
+#[derive(Debug, Clone)]
+pub struct LoraAdapter {
+    /// Down projection [r, in].
+    pub a: Var,
+    /// Up projection [out, r].
+    pub b: Var,
+    /// alpha / r.
+    pub scale: f64,
+}
+
+/// `y = x W^T (+ bias) (+ LoRA)`. W is [out, in] like PyTorch.
+#[derive(Debug, Clone)]
+pub struct Linear {
+    /// The weight [out, in].
+    pub weight: Var,
+    /// Optional bias [out].
+    pub bias: Option<Var>,
+    /// Optional LoRA adapter.
+    pub lora: Option<LoraAdapter>,
+}
+
+impl Linear {
+    /// A projection from existing tensors.
+    pub fn new(weight: Tensor, bias: Option<Tensor>) -> Result<Self> {
+        Ok(Linear {
+            weight: Var::from_tensor(&weight)?,
+            bias: bias.map(|b| Var::from_tensor(&b)).transpose()?,
+            lora: None,
+        })
+    }
+
+    /// Output width.
+    pub fn out_dim(&self) -> usize {
+        self.weight.as_tensor().dims()[0]
+    }
+
+    /// Input width.
+    pub fn in_dim(&self) -> usize {
+        self.weight.as_tensor().dims().get(1).copied().unwrap_or(0)
+    }
+
+    /// Adds a LoRA adapter: A ~ U(-1/sqrt(in), 1/sqrt(in)) (Kaiming-uniform like PEFT), B = 0.
+    pub fn attach_lora(&mut self, rank: usize, alpha: f64, rng: &mut ChaCha8Rng) -> Result<()> {
+        let (out, inp) = (self.out_dim(), self.in_dim());
+        let dtype = self.weight.dtype();
+        let bound = 1.0 / (inp as f64).sqrt();
+        let a: Vec<f64> = (0..rank * inp)
+            .map(|_| rng.random_range(-bound..bound))
+            .collect();
+        let a = Tensor::from_vec(a, (rank, inp), &Device::Cpu)?.to_dtype(dtype)?;
+        let b = Tensor::zeros((out, rank), dtype, &Device::Cpu)?;
+        self.lora = Some(LoraAdapter {
+            a: Var::from_tensor(&a)?,
+            b: Var::from_tensor(&b)?,
+            scale: alpha / rank.max(1) as f64,
+        });
+        Ok(())
+    }
+
+    /// Applies the projection to `x` [..., in]. With `grad` false the weights are detached, so no
+    /// graph is built (generation); with `grad` true the frozen base weight is still detached when
+    /// a LoRA adapter is attached, so only the adapter receives gradients.
+    pub fn forward(&self, x: &Tensor, grad: bool) -> Result<Tensor> {
+        let dims = x.dims().to_vec();
+        let inp = dims.last().copied().unwrap_or(0);
+        let rows = x.elem_count() / inp.max(1);
+        let x2 = x.reshape((rows, inp))?;
+        let track_base = grad && self.lora.is_none();
+        let w = pick(&self.weight, track_base);
+        let mut y = x2.matmul(&w.t()?)?;
+        if let Some(b) = &self.bias {
+            y = y.broadcast_add(&pick(b, track_base))?;
+        }
+        if let Some(l) = &self.lora {
+            let a = pick(&l.a, grad);
+            let b = pick(&l.b, grad);
+            let delta = x2.matmul(&a.t()?)?.matmul(&b.t()?)?;
+            y = (y + (delta * l.scale)?)?;
+        }
+        let mut out_dims = dims;
+        if let Some(last) = out_dims.last_mut() {
+            *last = self.out_dim();
+        }
+        y.reshape(out_dims)
+    }
+
+    /// An independent copy with every weight cast to `dtype` (f64 for finite-difference tests).
+    pub fn to_dtype(&self, dtype: DType) -> Result<Self> {
+        let cast = |v: &Var| Var::from_tensor(&v.as_tensor().detach().to_dtype(dtype)?);
+        Ok(Linear {
+            weight: cast(&self.weight)?,
+            bias: self.bias.as_ref().map(cast).transpose()?,
+            lora: self
+                .lora
+                .as_ref()
+                .map(|l| -> Result<LoraAdapter> {
+                    Ok(LoraAdapter {
+                        a: cast(&l.a)?,
+                        b: cast(&l.b)?,
+                        scale: l.scale,
+                    })
+                })
+                .transpose()?,
+        })
+    }
+}
+
+/// The tensor of a variable, attached to the autograd graph or detached from it.
+pub(crate) fn pick(v: &Var, grad: bool) -> Tensor {
+    if grad {
+        v.as_tensor().clone()
+    } else {
+        v.as_tensor().detach()
+    }
+}
+
+/// Seeded RNG for weight initialisation.
+pub(crate) fn init_rng(seed: u64) -> ChaCha8Rng {
+    ChaCha8Rng::seed_from_u64(seed)
+}

@@ -1,0 +1,46 @@
+//! Custom CPU ops with hand-written backward passes.
+//!
+//! candle's fast `softmax_last_dim`, `rms_norm` and `rope*` ops have no backward (the gradient
+//! silently stops), and its elementwise ops run on one thread. These ops are multi-threaded with
+//! rayon, work in f32 and f64 (f64 for finite-difference tests), and each backward is checked
+//! against finite differences in its tests.
+
+mod logprob;
+mod rms_norm;
+mod rope;
+mod softmax;
+mod swiglu;
+
+pub use logprob::gather_log_softmax;
+pub use rms_norm::rms_norm;
+pub use rope::{rope, rope_tables};
+pub use softmax::softmax_last_dim;
+pub use swiglu::swiglu;
+
+use candle_core::{bail, CpuStorage, Layout, Result, WithDType};
+
+/// Float element types the kernels are written for.
+pub(crate) trait Float:
+    WithDType
+    + num_traits::Float
+    + Send
+    + Sync
+    + std::iter::Sum
+    + std::ops::AddAssign
+    + std::ops::MulAssign
+{
+}
+impl Float for f32 {}
+impl Float for f64 {}
+
+/// The contiguous data of a storage as a slice, or an error for strided layouts.
+pub(crate) fn contiguous<'a, T: WithDType>(s: &'a CpuStorage, l: &Layout) -> Result<&'a [T]> {
+    let data = T::cpu_storage_as_slice(s)?;
+    match l.contiguous_offsets() {
+        Some((a, b)) => Ok(&data[a..b]),
+        None => bail!("custom op needs a contiguous input"),
+    }
+}
+
+/// Rows below this many elements in total are processed on the calling thread.
+pub(crate) const PAR_MIN: usize = 1 << 14;
