@@ -26,3 +26,6 @@ pub mod score;
 
 pub use generate::{generate, FinishReason, GenerationOutput, GenerationRequest, SamplingParams};
 pub use score::{score, ScoreOutput};
+pub mod checkpoint;
+pub mod optim;
+pub mod train_step;
