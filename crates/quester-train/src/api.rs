@@ -72,7 +72,7 @@ pub struct EvalReport {
 
 /// Evaluates the policy of `cfg` (with the weights of `checkpoint`, a checkpoint folder, when
 /// given) on `eval.tasks` held-out tasks; with `out_dir`, writes eval.json and every trial to
-/// eval_trajectories.jsonl there.
+/// trajectories.jsonl there.
 pub fn evaluate(
     cfg: &TrainConfig,
     checkpoint: Option<&Path>,

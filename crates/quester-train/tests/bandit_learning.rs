@@ -131,6 +131,14 @@ fn lamer_learns_to_scout_then_exploit_and_beats_grpo_pass2() {
 fn without_cross_attempt_credit_scouting_disappears() {
     let g0 = run(common::lamer_bandit(0.0, STEPS), "lamer0");
     let g9 = run(common::lamer_bandit(0.9, STEPS), "lamer9");
+    // At 0.6 the step advantage of scouting (0.6 x 1 - (1/4 + 3/4 x 0.6/3) = 0.2) is smaller than
+    // the episode advantage it loses (1/4), so GiGPO does not learn to scout either.
+    let g6 = run(common::lamer_bandit(0.6, STEPS), "lamer6");
+    eprintln!(
+        "traj_gamma 0.6: pass {:?} scout {:.3}",
+        g6.pass, g6.scout_rate_attempt1
+    );
+    assert!(g6.scout_rate_attempt1 < 0.1, "{}", g6.scout_rate_attempt1);
     eprintln!(
         "traj_gamma 0: pass {:?} scout {:.3}; 0.9: pass {:?} scout {:.3}",
         g0.pass, g0.scout_rate_attempt1, g9.pass, g9.scout_rate_attempt1

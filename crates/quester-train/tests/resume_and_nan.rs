@@ -212,3 +212,25 @@ fn nan_loss_skips_the_update_and_training_goes_on() {
         );
     }
 }
+
+#[test]
+fn evaluate_from_a_checkpoint_matches_the_final_evaluation() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut c = cfg();
+    c.training.steps = 3;
+    let dir = tmp.path().join("run");
+    let summary = quester_train::train(&c, &dir, false).unwrap();
+    let latest = std::fs::read_to_string(dir.join("checkpoints/latest")).unwrap();
+    let ck = dir.join("checkpoints").join(latest.trim());
+    let out = tmp.path().join("eval");
+    let report = quester_train::evaluate(&c, Some(&ck), Some(&out)).unwrap();
+    for (k, p) in report.pass_at.iter().enumerate() {
+        assert_eq!(
+            Some(*p),
+            summary.last_metrics[&format!("eval_pass@{}", k + 1)].as_f64()
+        );
+    }
+    assert!(out.join("eval.json").exists());
+    let lines = std::fs::read_to_string(out.join("trajectories.jsonl")).unwrap();
+    assert_eq!(lines.lines().count(), c.eval.tasks);
+}

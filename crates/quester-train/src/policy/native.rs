@@ -1,11 +1,246 @@
-//! The native candle model as a [`super::TrainablePolicy`] (quester-model).
+//! The native candle model (quester-model) as a [`super::TrainablePolicy`]: chat template ->
+//! tokens -> batched generation with per-token behaviour log-probs; updates through
+//! quester-model's training step with caller-computed coefficients (`coef = -dL/dlogp x n`,
+//! because the step divides its surrogate by the mini-batch's token count).
 
+use candle_core::Device;
+use quester_model::train_step::{
+    LossKind, TrainBatch, TrainSequence, TrainStep, TrainStepConfig, TrainStepError, TrainableModel,
+};
+use quester_model::{
+    ChatMessage as MChat, ChatTemplate, GenerationRequest, LoraConfig, Model, Tokenizer,
+};
+use std::path::Path;
+
+use super::{
+    GenRequest, Generation, LossValue, Policy, SamplingParams, TrainSeq, TrainablePolicy,
+    UpdateStats,
+};
 use crate::config::TrainConfig;
 use crate::error::TrainError;
 
+/// The model wrapped for quester-model's training step.
+pub struct PolicyModel(pub Model);
+
+impl TrainableModel for PolicyModel {
+    fn token_logprobs(
+        &self,
+        ids: &candle_core::Tensor,
+        mask: &candle_core::Tensor,
+        targets_from: usize,
+    ) -> Result<candle_core::Tensor, TrainStepError> {
+        self.0
+            .token_logprobs(ids, mask, targets_from)
+            .map_err(|e| TrainStepError::Model(e.to_string()))
+    }
+    fn trainable_vars(&self) -> Vec<(String, candle_core::Var)> {
+        self.0.trainable_vars()
+    }
+}
+
+/// See the module doc.
+pub struct NativePolicy {
+    step: TrainStep<PolicyModel>,
+    tokenizer: Tokenizer,
+    template: ChatTemplate,
+    pad_id: u32,
+}
+
+fn err<E: std::fmt::Display>(e: E) -> TrainError {
+    TrainError::Policy(e.to_string())
+}
+
 /// Builds the native model policy of a config.
-pub fn build(_cfg: &TrainConfig) -> Result<Box<dyn super::TrainablePolicy>, TrainError> {
-    Err(TrainError::Policy(
-        "the native model policy needs quester-model's generation API, not merged yet".into(),
-    ))
+pub fn build(cfg: &TrainConfig) -> Result<Box<dyn super::TrainablePolicy>, TrainError> {
+    let loaded = if cfg.model.path.is_empty() {
+        quester_model::load_default().map_err(err)?
+    } else {
+        quester_model::load(Path::new(&cfg.model.path)).map_err(err)?
+    };
+    let mut model = loaded.model;
+    if cfg.model.lora {
+        model
+            .attach_lora(&LoraConfig {
+                rank: cfg.model.lora_rank,
+                alpha: cfg.model.lora_alpha,
+                target_modules: cfg.model.lora_targets.clone(),
+                seed: cfg.training.seed,
+            })
+            .map_err(err)?;
+    }
+    let mut tcfg = TrainStepConfig {
+        loss: LossKind::Coefficients,
+        max_grad_norm: cfg.training.grad_clip,
+        ..TrainStepConfig::default()
+    };
+    tcfg.optimizer.lr = cfg.training.lr;
+    tcfg.optimizer.weight_decay = cfg.training.weight_decay;
+    let pad_id = loaded.tokenizer.eos_ids().first().copied().unwrap_or(0);
+    let step = TrainStep::new(PolicyModel(model), tcfg).map_err(err)?;
+    Ok(Box::new(NativePolicy {
+        step,
+        tokenizer: loaded.tokenizer,
+        template: loaded.chat_template,
+        pad_id,
+    }))
+}
+
+impl Policy for NativePolicy {
+    fn generate(
+        &mut self,
+        requests: &[GenRequest],
+        p: &SamplingParams,
+    ) -> Result<Vec<Generation>, TrainError> {
+        let mut reqs = Vec::with_capacity(requests.len());
+        for r in requests {
+            let msgs: Vec<MChat> = r
+                .messages
+                .iter()
+                .map(|m| MChat::new(m.role.clone(), m.content.clone()))
+                .collect();
+            let text = self.template.render(&msgs, true).map_err(err)?;
+            let ids = self.tokenizer.encode(&text).map_err(err)?;
+            reqs.push(GenerationRequest {
+                prompt_ids: ids,
+                params: quester_model::SamplingParams {
+                    temperature: p.temperature,
+                    top_p: p.top_p,
+                    top_k: p.top_k,
+                    max_new_tokens: p.max_tokens,
+                    seed: r.seed,
+                    ..Default::default()
+                },
+            });
+        }
+        let outs =
+            quester_model::generate(&self.step.model().0, &self.tokenizer, &reqs).map_err(err)?;
+        Ok(reqs
+            .into_iter()
+            .zip(outs)
+            .map(|(r, o)| Generation {
+                text: o.text,
+                prompt_ids: r.prompt_ids,
+                response_ids: o.token_ids,
+                logprobs: o.logprobs,
+                temperatures: o.temperatures,
+            })
+            .collect())
+    }
+}
+
+impl TrainablePolicy for NativePolicy {
+    fn update(
+        &mut self,
+        batch: &[TrainSeq<'_>],
+        loss_fn: &mut dyn FnMut(&[Vec<f64>]) -> LossValue,
+        _entropy_coef: f64,
+    ) -> Result<UpdateStats, TrainError> {
+        let keep: Vec<&TrainSeq<'_>> = batch
+            .iter()
+            .filter(|s| !s.response_ids.is_empty())
+            .collect();
+        let mut seqs: Vec<TrainSequence> = keep
+            .iter()
+            .map(|s| {
+                let n = s.prompt_ids.len() + s.response_ids.len();
+                let ids: Vec<u32> = s.prompt_ids.iter().chain(s.response_ids).copied().collect();
+                let trained: Vec<bool> = (0..n).map(|i| i >= s.prompt_ids.len()).collect();
+                TrainSequence {
+                    ids,
+                    trained,
+                    advantages: vec![0.0; n],
+                    old_logprobs: vec![0.0; n],
+                }
+            })
+            .collect();
+        if seqs.is_empty() {
+            return Ok(UpdateStats::default());
+        }
+        let tb = TrainBatch::from_sequences(&seqs, self.pad_id, &Device::Cpu).map_err(err)?;
+        let lp = self
+            .step
+            .model()
+            .token_logprobs(&tb.input_ids, &tb.attention_mask, tb.targets_from)
+            .map_err(err)?
+            .to_vec2::<f32>()
+            .map_err(err)?;
+        let mut new = Vec::with_capacity(keep.len());
+        for (b, s) in keep.iter().enumerate() {
+            let start = s.prompt_ids.len() - tb.targets_from;
+            new.push(
+                lp[b][start..start + s.response_ids.len()]
+                    .iter()
+                    .map(|&x| f64::from(x))
+                    .collect::<Vec<f64>>(),
+            );
+        }
+        // Sequences with no response keep their (empty) slot for the caller's alignment.
+        let mut full = Vec::with_capacity(batch.len());
+        let mut it = new.iter();
+        for s in batch {
+            full.push(if s.response_ids.is_empty() {
+                Vec::new()
+            } else {
+                it.next().cloned().unwrap_or_default()
+            });
+        }
+        let lv = loss_fn(&full);
+        let n_tokens = tb.n_tokens as f64;
+        let mut k = 0;
+        for (s, d) in batch.iter().zip(&lv.dlogp) {
+            if s.response_ids.is_empty() {
+                continue;
+            }
+            let seq = &mut seqs[k];
+            let p = s.prompt_ids.len();
+            for (j, g) in d.iter().enumerate() {
+                seq.advantages[p + j] = (-g * n_tokens) as f32;
+            }
+            k += 1;
+        }
+        if !lv.loss.is_finite() {
+            tracing::warn!(loss = lv.loss, "non-finite loss: update skipped");
+            return Ok(UpdateStats {
+                loss: lv.loss,
+                grad_norm: f64::NAN,
+                entropy: f64::NAN,
+                skipped_nonfinite: true,
+            });
+        }
+        let tb = TrainBatch::from_sequences(&seqs, self.pad_id, &Device::Cpu).map_err(err)?;
+        let st = self.step.step(&tb).map_err(err)?;
+        Ok(UpdateStats {
+            loss: lv.loss,
+            grad_norm: st.grad_norm,
+            entropy: f64::NAN,
+            skipped_nonfinite: st.skipped_nan,
+        })
+    }
+
+    fn save(&self, dir: &Path) -> Result<(), TrainError> {
+        let vars = self.step.model().trainable_vars();
+        let weights: Vec<(String, candle_core::Tensor)> = vars
+            .iter()
+            .map(|(n, v)| (n.clone(), v.as_tensor().clone()))
+            .collect();
+        let meta = quester_model::checkpoint::CheckpointMeta {
+            all_weights: false,
+            ..Default::default()
+        };
+        quester_model::checkpoint::save_checkpoint(
+            &dir.join("policy.safetensors"),
+            &weights,
+            Some(self.step.optimizer()),
+            &meta,
+        )
+        .map_err(err)
+    }
+
+    fn load(&mut self, dir: &Path) -> Result<(), TrainError> {
+        let ck = quester_model::checkpoint::load_checkpoint(&dir.join("policy.safetensors"))
+            .map_err(err)?;
+        ck.restore_weights(&self.step.model().trainable_vars())
+            .map_err(err)?;
+        ck.restore_optimizer(self.step.optimizer_mut()).map_err(err)
+    }
 }
