@@ -71,7 +71,12 @@ pub fn train(args: TrainArgs) -> anyhow::Result<()> {
 
 pub fn evaluate(args: EvaluateArgs) -> anyhow::Result<()> {
     let cfg = load_config(&args.config, &args.overrides)?;
-    let report = quester_train::evaluate(&cfg, args.checkpoint.as_deref(), args.out.as_deref())
+    let checkpoint = args
+        .checkpoint
+        .as_deref()
+        .map(resolve_checkpoint)
+        .transpose()?;
+    let report = quester_train::evaluate(&cfg, checkpoint.as_deref(), args.out.as_deref())
         .context("evaluation")?;
     println!("{}", serde_json::to_string_pretty(&report)?);
     Ok(())
@@ -79,6 +84,21 @@ pub fn evaluate(args: EvaluateArgs) -> anyhow::Result<()> {
 
 pub fn report(args: ReportArgs) -> anyhow::Result<()> {
     write_report(&args.run_dir)
+}
+
+/// A checkpoint folder, or the run's `checkpoints/latest` pointer file (which holds the name of
+/// the newest checkpoint folder beside it).
+fn resolve_checkpoint(path: &Path) -> anyhow::Result<PathBuf> {
+    if path.is_file() {
+        let name = std::fs::read_to_string(path)
+            .with_context(|| format!("reading checkpoint pointer {}", path.display()))?;
+        let parent = path.parent().unwrap_or(Path::new("."));
+        return Ok(parent.join(name.trim()));
+    }
+    if !path.is_dir() {
+        anyhow::bail!("checkpoint {} does not exist", path.display());
+    }
+    Ok(path.to_path_buf())
 }
 
 fn load_config(path: &Path, overrides: &[String]) -> anyhow::Result<TrainConfig> {

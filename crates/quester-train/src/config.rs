@@ -247,6 +247,9 @@ pub struct TrainingSection {
     pub weight_decay: f64,
     /// Turn-samples per PPO mini-batch.
     pub mini_batch: usize,
+    /// Sequences per forward/backward pass inside a mini-batch (gradients are accumulated), so
+    /// memory stays bounded whatever the mini-batch size.
+    pub micro_batch: usize,
     pub ppo_epochs: usize,
     pub grad_clip: f64,
     pub seed: u64,
@@ -261,6 +264,7 @@ impl Default for TrainingSection {
             lr: 1e-6,
             weight_decay: 0.01,
             mini_batch: 64,
+            micro_batch: 2,
             ppo_epochs: 1,
             grad_clip: 1.0,
             seed: 0,

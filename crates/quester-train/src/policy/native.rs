@@ -44,6 +44,7 @@ pub struct NativePolicy {
     tokenizer: Tokenizer,
     template: ChatTemplate,
     pad_id: u32,
+    micro_batch: usize,
 }
 
 fn err<E: std::fmt::Display>(e: E) -> TrainError {
@@ -82,6 +83,7 @@ pub fn build(cfg: &TrainConfig) -> Result<Box<dyn super::TrainablePolicy>, Train
         tokenizer: loaded.tokenizer,
         template: loaded.chat_template,
         pad_id,
+        micro_batch: cfg.training.micro_batch.max(1),
     }))
 }
 
@@ -156,23 +158,31 @@ impl TrainablePolicy for NativePolicy {
         if seqs.is_empty() {
             return Ok(UpdateStats::default());
         }
-        let tb = TrainBatch::from_sequences(&seqs, self.pad_id, &Device::Cpu).map_err(err)?;
-        let lp = self
-            .step
-            .model()
-            .token_logprobs(&tb.input_ids, &tb.attention_mask, tb.targets_from)
-            .map_err(err)?
-            .to_vec2::<f32>()
-            .map_err(err)?;
+        // Current log-probs, micro-batch by micro-batch: one pass over the whole mini-batch
+        // would keep every layer's activations of every sequence alive at once.
+        let mb = self.micro_batch;
         let mut new = Vec::with_capacity(keep.len());
-        for (b, s) in keep.iter().enumerate() {
-            let start = s.prompt_ids.len() - tb.targets_from;
-            new.push(
-                lp[b][start..start + s.response_ids.len()]
-                    .iter()
-                    .map(|&x| f64::from(x))
-                    .collect::<Vec<f64>>(),
-            );
+        let mut n_tokens = 0usize;
+        for (chunk_keep, chunk_seqs) in keep.chunks(mb).zip(seqs.chunks(mb)) {
+            let tb =
+                TrainBatch::from_sequences(chunk_seqs, self.pad_id, &Device::Cpu).map_err(err)?;
+            n_tokens += tb.n_tokens;
+            let lp = self
+                .step
+                .model()
+                .token_logprobs(&tb.input_ids, &tb.attention_mask, tb.targets_from)
+                .map_err(err)?
+                .to_vec2::<f32>()
+                .map_err(err)?;
+            for (b, s) in chunk_keep.iter().enumerate() {
+                let start = s.prompt_ids.len() - tb.targets_from;
+                new.push(
+                    lp[b][start..start + s.response_ids.len()]
+                        .iter()
+                        .map(|&x| f64::from(x))
+                        .collect::<Vec<f64>>(),
+                );
+            }
         }
         // Sequences with no response keep their (empty) slot for the caller's alignment.
         let mut full = Vec::with_capacity(batch.len());
@@ -185,7 +195,8 @@ impl TrainablePolicy for NativePolicy {
             });
         }
         let lv = loss_fn(&full);
-        let n_tokens = tb.n_tokens as f64;
+        let total_tokens = n_tokens;
+        let n_tokens = n_tokens as f64;
         let mut k = 0;
         for (s, d) in batch.iter().zip(&lv.dlogp) {
             if s.response_ids.is_empty() {
@@ -207,8 +218,13 @@ impl TrainablePolicy for NativePolicy {
                 skipped_nonfinite: true,
             });
         }
-        let tb = TrainBatch::from_sequences(&seqs, self.pad_id, &Device::Cpu).map_err(err)?;
-        let st = self.step.step(&tb).map_err(err)?;
+        // Gradients of every micro-batch, normalised by the mini-batch's token count, summed;
+        // then one clipped optimiser step.
+        for chunk in seqs.chunks(mb) {
+            let tb = TrainBatch::from_sequences(chunk, self.pad_id, &Device::Cpu).map_err(err)?;
+            self.step.accumulate(&tb, total_tokens).map_err(err)?;
+        }
+        let st = self.step.apply().map_err(err)?;
         Ok(UpdateStats {
             loss: lv.loss,
             grad_norm: st.grad_norm,
