@@ -318,7 +318,7 @@ fn config_presets_build_the_env() {
             let table: toml::Table = std::fs::read_to_string(&path).unwrap().parse().unwrap();
             let env = table["env"].as_table().unwrap();
             let name = env["name"].as_str().unwrap();
-            let config = env["config"].as_table().unwrap().clone();
+            let config = env["settings"].as_table().unwrap().clone();
             let built = make_env(name, config).unwrap();
             assert_eq!(built.name(), "webshop");
             assert_eq!(built.max_turns(), 12);
