@@ -21,6 +21,22 @@ pub struct Step {
     pub info: Info,
 }
 
+impl Step {
+    /// An invalid step that changed nothing: reward 0, `info.outcome` says why.
+    pub fn unchanged(observation: String, done: bool, won: bool, outcome: &str) -> Step {
+        let mut info = Info::new();
+        info.insert("outcome".into(), outcome.into());
+        Step {
+            observation,
+            reward: 0.0,
+            done,
+            won,
+            valid: false,
+            info,
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum EnvError {
     #[error("unknown environment `{name}`; available: {available}")]

@@ -70,16 +70,12 @@ impl BanditEnv {
     }
 
     fn no_change(&self, outcome: &str) -> Step {
-        let mut info = Info::new();
-        info.insert("outcome".into(), outcome.into());
-        Step {
-            observation: self.observation(),
-            reward: 0.0,
-            done: true,
-            won: self.task.as_ref().is_some_and(|t| t.won),
-            valid: false,
-            info,
-        }
+        Step::unchanged(
+            self.observation(),
+            true,
+            self.task.as_ref().is_some_and(|t| t.won),
+            outcome,
+        )
     }
 }
 

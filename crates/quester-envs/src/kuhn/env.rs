@@ -107,16 +107,12 @@ impl KuhnEnv {
     }
 
     fn no_change(&self, outcome: &str) -> Step {
-        let mut info = Info::new();
-        info.insert("outcome".into(), outcome.into());
-        Step {
-            observation: self.observation(),
-            reward: 0.0,
-            done: self.task.as_ref().is_none_or(|t| t.done),
-            won: self.agent_chips().is_some_and(|c| c > 0),
-            valid: false,
-            info,
-        }
+        Step::unchanged(
+            self.observation(),
+            self.task.as_ref().is_none_or(|t| t.done),
+            self.agent_chips().is_some_and(|c| c > 0),
+            outcome,
+        )
     }
 }
 

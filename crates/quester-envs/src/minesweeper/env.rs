@@ -68,16 +68,12 @@ impl MineSweeperEnv {
 
     /// An invalid step that changes nothing (before the first reset or after the end).
     fn no_change(&self, outcome: &str) -> Step {
-        let mut info = Info::new();
-        info.insert("outcome".into(), outcome.into());
-        Step {
-            observation: self.observation(),
-            reward: 0.0,
-            done: true,
-            won: self.task.as_ref().is_some_and(|t| t.won),
-            valid: false,
-            info,
-        }
+        Step::unchanged(
+            self.observation(),
+            true,
+            self.task.as_ref().is_some_and(|t| t.won),
+            outcome,
+        )
     }
 }
 

@@ -95,16 +95,12 @@ impl TicTacToeEnv {
     }
 
     fn no_change(&self, outcome: &str) -> Step {
-        let mut info = Info::new();
-        info.insert("outcome".into(), outcome.into());
-        Step {
-            observation: self.observation(),
-            reward: 0.0,
-            done: self.task.as_ref().is_none_or(|t| t.done),
-            won: self.won(),
-            valid: false,
-            info,
-        }
+        Step::unchanged(
+            self.observation(),
+            self.task.as_ref().is_none_or(|t| t.done),
+            self.won(),
+            outcome,
+        )
     }
 
     fn won(&self) -> bool {
