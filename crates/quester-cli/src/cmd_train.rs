@@ -88,7 +88,7 @@ pub fn report(args: ReportArgs) -> anyhow::Result<()> {
 
 /// A checkpoint folder, or the run's `checkpoints/latest` pointer file (which holds the name of
 /// the newest checkpoint folder beside it).
-fn resolve_checkpoint(path: &Path) -> anyhow::Result<PathBuf> {
+pub(crate) fn resolve_checkpoint(path: &Path) -> anyhow::Result<PathBuf> {
     if path.is_file() {
         let name = std::fs::read_to_string(path)
             .with_context(|| format!("reading checkpoint pointer {}", path.display()))?;

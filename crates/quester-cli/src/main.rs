@@ -3,9 +3,13 @@
 mod cmd_env;
 mod cmd_model;
 mod cmd_play;
+mod cmd_serve;
 mod cmd_train;
 
 use clap::{Parser, Subcommand};
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[derive(Parser)]
 #[command(name = "quester", version, about = "Train LLM agents that explore")]
@@ -36,6 +40,8 @@ enum Command {
     Evaluate(cmd_train::EvaluateArgs),
     /// Write the HTML report (plots + trajectory browser) of a run directory.
     Report(cmd_train::ReportArgs),
+    /// Serve a policy over the OpenAI-compatible chat-completions API.
+    Serve(cmd_serve::ServeArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -51,6 +57,7 @@ fn main() -> std::process::ExitCode {
         Command::Train(args) => cmd_train::train(args),
         Command::Evaluate(args) => cmd_train::evaluate(args),
         Command::Report(args) => cmd_train::report(args),
+        Command::Serve(args) => cmd_serve::serve(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -1,7 +1,8 @@
 //! Batched decoding throughput of the default model: N chat prompts x M new tokens, greedy,
 //! EOS ignored so every sequence produces exactly M tokens. Run through bench/decode.sh.
 //!
-//! Usage: bench_decode [N=32] [M=128]
+//! Usage: bench_decode [N=32] [M=128] [R=1] (R repeats the request sentence, for long prompts:
+//! `bench_decode 8 1 40` times the prefill of 8 prompts of about 500 tokens).
 
 use quester_model::generate::{generate, GenerationRequest, SamplingParams};
 use quester_model::{load_default, ChatMessage};
@@ -25,6 +26,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .collect();
     let n = args.first().copied().unwrap_or(32);
     let m = args.get(1).copied().unwrap_or(128);
+    let r = args.get(2).copied().unwrap_or(1).max(1);
     let t0 = Instant::now();
     let lm = load_default()?;
     eprintln!("loaded in {:.1}s", t0.elapsed().as_secs_f64());
@@ -36,7 +38,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     format!(
                         "Write a short story number {i} about {}.",
                         TOPICS[i % TOPICS.len()]
-                    ),
+                    )
+                    .repeat(r),
                 )],
                 true,
             )?;

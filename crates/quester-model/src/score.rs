@@ -49,7 +49,7 @@ pub fn score_ids(model: &Model, prompt_ids: &[u32], completion_ids: &[u32]) -> R
     let ids = Tensor::from_vec(ids, (1, t), &Device::Cpu)?;
     let mask = Tensor::ones((1, t), candle_core::DType::U32, &Device::Cpu)?;
     let lp = model
-        .token_logprobs(&ids, &mask, prompt_ids.len())?
+        .token_logprobs_detached(&ids, &mask, prompt_ids.len())?
         .detach();
     Ok(lp
         .flatten_all()?

@@ -45,6 +45,16 @@ pub trait TrainableModel {
     ) -> Result<Tensor, TrainStepError>;
     /// The variables the optimiser updates, with unique names.
     fn trainable_vars(&self) -> Vec<(String, Var)>;
+    /// [`TrainableModel::token_logprobs`] plus, where the model can give it, the entropy of the
+    /// predicted distribution at the same positions (differentiable; for the entropy bonus).
+    fn token_logprobs_and_entropy(
+        &self,
+        ids: &Tensor,
+        mask: &Tensor,
+        targets_from: usize,
+    ) -> Result<(Tensor, Option<Tensor>), TrainStepError> {
+        Ok((self.token_logprobs(ids, mask, targets_from)?, None))
+    }
 }
 
 impl TrainableModel for crate::model::Model {
@@ -60,6 +70,18 @@ impl TrainableModel for crate::model::Model {
 
     fn trainable_vars(&self) -> Vec<(String, Var)> {
         crate::model::Model::trainable_vars(self)
+    }
+
+    fn token_logprobs_and_entropy(
+        &self,
+        ids: &Tensor,
+        mask: &Tensor,
+        targets_from: usize,
+    ) -> Result<(Tensor, Option<Tensor>), TrainStepError> {
+        let (lp, ent) =
+            crate::model::Model::token_logprobs_and_entropy(self, ids, mask, targets_from)
+                .map_err(|e| TrainStepError::Model(e.to_string()))?;
+        Ok((lp, Some(ent)))
     }
 }
 
@@ -93,6 +115,8 @@ pub struct TrainStepConfig {
     pub optimizer: AdamWConfig,
     /// Learning-rate schedule.
     pub schedule: LrSchedule,
+    /// Entropy bonus: `entropy_coef * mean token entropy` is subtracted from the loss.
+    pub entropy_coef: f64,
 }
 
 impl Default for TrainStepConfig {
@@ -105,6 +129,7 @@ impl Default for TrainStepConfig {
             max_grad_norm: 1.0,
             optimizer: AdamWConfig::default(),
             schedule: LrSchedule::default(),
+            entropy_coef: 0.0,
         }
     }
 }
@@ -129,6 +154,12 @@ impl TrainStepConfig {
             return bad(format!(
                 "max_grad_norm = {}: must be >= 0",
                 self.max_grad_norm
+            ));
+        }
+        if !self.entropy_coef.is_finite() {
+            return bad(format!(
+                "entropy_coef = {}: must be finite",
+                self.entropy_coef
             ));
         }
         self.optimizer.validate().map_err(TrainStepError::Config)?;
@@ -251,6 +282,9 @@ pub struct StepStats {
     pub clip_fraction: f64,
     /// Learning rate of the update.
     pub lr: f64,
+    /// Mean entropy (nats) of the policy over the trained tokens (NaN when the model gives
+    /// none).
+    pub entropy: f64,
 }
 
 /// Owns a model and its optimiser and runs training steps on it.
@@ -261,6 +295,8 @@ pub struct TrainStep<M: TrainableModel> {
     vars: Vec<(String, Var)>,
     accumulated: Option<GradStore>,
     pending: StepStats,
+    /// Summed entropy of the trained tokens accumulated so far (None: the model gives none).
+    entropy_sum: Option<f64>,
 }
 
 impl<M: TrainableModel> TrainStep<M> {
@@ -277,6 +313,7 @@ impl<M: TrainableModel> TrainStep<M> {
             vars,
             accumulated: None,
             pending: StepStats::default(),
+            entropy_sum: None,
         })
     }
 
@@ -311,20 +348,53 @@ impl<M: TrainableModel> TrainStep<M> {
         batch: &TrainBatch,
         normalizer: usize,
     ) -> Result<(Tensor, f64), TrainStepError> {
-        let logp = self.model.token_logprobs(
+        let (loss, clipped, _) = self.loss_with_entropy(batch, normalizer)?;
+        Ok((loss, clipped))
+    }
+
+    /// The loss (minus the entropy bonus when `entropy_coef` is set), the clipped-token count,
+    /// and the summed entropy of the trained tokens when the model gives it.
+    fn loss_with_entropy(
+        &self,
+        batch: &TrainBatch,
+        normalizer: usize,
+    ) -> Result<(Tensor, f64, Option<f64>), TrainStepError> {
+        let (logp, ent) = self.model.token_logprobs_and_entropy(
             &batch.input_ids,
             &batch.attention_mask,
             batch.targets_from,
         )?;
-        if logp.dims() != batch.loss_mask.dims() {
+        let expected = batch.loss_mask.dims();
+        if logp.dims() != expected || ent.as_ref().is_some_and(|e| e.dims() != expected) {
             return Err(TrainStepError::Model(format!(
                 "token_logprobs returned shape {:?}, expected {:?}",
                 logp.dims(),
-                batch.loss_mask.dims()
+                expected
             )));
         }
         let logp = logp.to_dtype(DType::F32)?;
-        policy_loss(&self.config, batch, &logp, normalizer)
+        let (mut loss, clipped) = policy_loss(&self.config, batch, &logp, normalizer)?;
+        let mut ent_sum = None;
+        if let Some(ent) = ent {
+            let summed = (ent.to_dtype(DType::F32)? * batch.loss_mask.detach())?.sum_all()?;
+            ent_sum = Some(summed.to_dtype(DType::F64)?.to_scalar::<f64>()?);
+            if self.config.entropy_coef != 0.0 {
+                let bonus = (summed * (self.config.entropy_coef / normalizer.max(1) as f64))?;
+                loss = (loss - bonus)?;
+            }
+        }
+        Ok((loss, clipped, ent_sum))
+    }
+
+    /// Sets the entropy bonus coefficient of later steps.
+    pub fn set_entropy_coef(&mut self, coef: f64) -> Result<(), TrainStepError> {
+        if !coef.is_finite() {
+            return Err(TrainStepError::Config(format!(
+                "entropy_coef = {coef}: must be finite"
+            )));
+        }
+        self.config.entropy_coef = coef;
+        Ok(())
     }
 
     /// One full step on one batch: accumulate its gradient (normalised by its own token count)
@@ -341,7 +411,10 @@ impl<M: TrainableModel> TrainStep<M> {
         batch: &TrainBatch,
         normalizer: usize,
     ) -> Result<(), TrainStepError> {
-        let (loss, clipped) = self.loss(batch, normalizer)?;
+        let (loss, clipped, ent) = self.loss_with_entropy(batch, normalizer)?;
+        if let Some(e) = ent {
+            *self.entropy_sum.get_or_insert(0.0) += e;
+        }
         let value = loss.to_dtype(DType::F64)?.to_scalar::<f64>()?;
         self.pending.n_tokens += batch.n_tokens;
         self.pending.clip_fraction += clipped;
@@ -376,6 +449,10 @@ impl<M: TrainableModel> TrainStep<M> {
     /// Clips the accumulated gradient and applies one AdamW update (or skips it on NaN/Inf).
     pub fn apply(&mut self) -> Result<StepStats, TrainStepError> {
         let mut stats = std::mem::take(&mut self.pending);
+        stats.entropy = self
+            .entropy_sum
+            .take()
+            .map_or(f64::NAN, |s| s / stats.n_tokens.max(1) as f64);
         if stats.n_tokens > 0 {
             stats.clip_fraction /= stats.n_tokens as f64;
         }

@@ -233,3 +233,34 @@ fn deep_clone_does_not_share_weights() {
     assert_eq!(sum(&shared), 0.0);
     assert!(sum(&copy) > 0.0);
 }
+
+#[test]
+fn entropy_is_bounded_and_its_gradients_match_finite_differences() {
+    let model = Model::tiny_random(&ModelConfig::tiny(Architecture::Llama, VOCAB), 5)
+        .unwrap()
+        .to_dtype(DType::F64)
+        .unwrap();
+    let (ids, mask) = ids_and_mask();
+    let (lp, ent) = model.token_logprobs_and_entropy(&ids, &mask, 2).unwrap();
+    assert_eq!(
+        lp.to_vec2::<f64>().unwrap(),
+        model
+            .token_logprobs(&ids, &mask, 2)
+            .unwrap()
+            .to_vec2::<f64>()
+            .unwrap()
+    );
+    let e: Vec<Vec<f64>> = ent.to_vec2().unwrap();
+    // Row 0 is all real tokens: every entropy is in (0, ln V].
+    assert!(e[0]
+        .iter()
+        .all(|&h| h > 0.0 && h <= (VOCAB as f64).ln() + 1e-9));
+    let weights = Tensor::randn(0f64, 1.0, (3, 5), &Device::Cpu).unwrap();
+    let loss = || {
+        let (_, e) = model
+            .token_logprobs_and_entropy(&ids, &mask, 2)
+            .map_err(candle_core::Error::wrap)?;
+        (e * &weights)?.sum_all()
+    };
+    check_var_gradients(&model.trainable_vars(), loss, 5, 1e-5).unwrap();
+}

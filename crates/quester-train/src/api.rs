@@ -85,8 +85,7 @@ pub fn evaluate(
     if let Some(dir) = checkpoint {
         policy.load(dir)?;
     }
-    let templates =
-        PromptTemplates::load(&cfg.env.name, &cfg.env.play_prompt, &cfg.env.reflect_prompt)?;
+    let templates = PromptTemplates::from_config(cfg)?;
     let t = std::time::Instant::now();
     let ev = evaluate_policy(policy.as_mut(), &*factory, cfg, &templates)?;
     let report = EvalReport {

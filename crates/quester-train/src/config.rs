@@ -88,10 +88,16 @@ pub struct EnvSection {
     /// Evaluation tasks use seeds `eval_seed_base .. eval_seed_base + eval.tasks`, disjoint from
     /// training seeds.
     pub eval_seed_base: u64,
-    /// Path of a play prompt template overriding the built-in one (empty = built-in).
+    /// Play prompt template overriding the env's built-in one (empty = built-in): a file path,
+    /// or a built-in name such as `sokoban_terse_play` (configs/prompts/sokoban_terse_play.txt, embedded).
     pub play_prompt: String,
-    /// Path of a reflection prompt template overriding the built-in one (empty = built-in).
+    /// Reflection prompt template, likewise (e.g. `sokoban_terse_reflect`).
     pub reflect_prompt: String,
+    /// Text every play response is forced to start with, e.g. `<action>` (the model continues
+    /// after it; the environment sees prefix + response). Empty: none. Small models need it.
+    pub play_prefix: String,
+    /// The same for reflections, e.g. `<remark>`.
+    pub reflect_prefix: String,
     /// The environment's own config table (keys of that env's config struct). Last, because a
     /// TOML table must follow the plain values of its section.
     pub settings: toml::Table,
@@ -106,6 +112,8 @@ impl Default for EnvSection {
             eval_seed_base: 1_000_000_000,
             play_prompt: String::new(),
             reflect_prompt: String::new(),
+            play_prefix: String::new(),
+            reflect_prefix: String::new(),
         }
     }
 }
@@ -220,6 +228,9 @@ pub struct RolloutSection {
     pub full_observations: usize,
     /// Reflections are cut to this many characters.
     pub max_reflection_chars: usize,
+    /// A response ends at the first of these strings (kept in its text): the closing tags of
+    /// the action and the reflection, so no tokens are spent after the answer.
+    pub stop: Vec<String>,
 }
 
 impl Default for RolloutSection {
@@ -234,6 +245,7 @@ impl Default for RolloutSection {
             history_window: 7,
             full_observations: 2,
             max_reflection_chars: 2000,
+            stop: vec!["</action>".into(), "</remark>".into()],
         }
     }
 }
@@ -279,6 +291,9 @@ impl Default for TrainingSection {
 pub struct EvalSection {
     /// Evaluate every this many steps; 0 = never during training.
     pub every: usize,
+    /// Evaluate the untrained policy before the first step (logged as step 0), so a run shows
+    /// before and after.
+    pub at_start: bool,
     pub at_end: bool,
     pub tasks: usize,
     pub num_attempts: usize,
@@ -291,6 +306,7 @@ impl Default for EvalSection {
     fn default() -> Self {
         Self {
             every: 0,
+            at_start: false,
             at_end: true,
             tasks: 128,
             num_attempts: 3,

@@ -22,6 +22,14 @@ const EMBEDDED: &[(&str, &str)] = &[
         "bandit_reflect",
         include_str!("../../../configs/prompts/bandit_reflect.txt"),
     ),
+    (
+        "sokoban_terse_play",
+        include_str!("../../../configs/prompts/sokoban_terse_play.txt"),
+    ),
+    (
+        "sokoban_terse_reflect",
+        include_str!("../../../configs/prompts/sokoban_terse_reflect.txt"),
+    ),
 ];
 
 /// The play and reflection templates of one environment.
@@ -29,6 +37,11 @@ const EMBEDDED: &[(&str, &str)] = &[
 pub struct PromptTemplates {
     pub play: String,
     pub reflect: String,
+    /// Text every play response is forced to start with (e.g. `<action>`): appended to the
+    /// rendered prompt, so the model continues after it. Empty: none.
+    pub play_prefix: String,
+    /// The same for reflection responses (e.g. `<remark>`).
+    pub reflect_prefix: String,
 }
 
 fn embedded(name: &str) -> Option<&'static str> {
@@ -47,20 +60,35 @@ impl PromptTemplates {
         Self {
             play: pick("play"),
             reflect: pick("reflect"),
+            play_prefix: String::new(),
+            reflect_prefix: String::new(),
         }
     }
 
-    /// Built-in templates with optional file overrides (empty path = built-in).
+    /// Built-in templates with optional overrides (empty = built-in): a file path, or the name
+    /// of a built-in template (a file stem of configs/prompts/, e.g. `sokoban_terse_play`) when no such
+    /// file exists.
     pub fn load(env: &str, play_path: &str, reflect_path: &str) -> Result<Self, TrainError> {
         let mut t = Self::builtin(env);
-        let read =
-            |p: &str| std::fs::read_to_string(p).map_err(|e| TrainError::io(Path::new(p), e));
+        let read = |p: &str| match (Path::new(p).exists(), embedded(p)) {
+            (false, Some(text)) => Ok(text.to_string()),
+            _ => std::fs::read_to_string(p).map_err(|e| TrainError::io(Path::new(p), e)),
+        };
         if !play_path.is_empty() {
             t.play = read(play_path)?;
         }
         if !reflect_path.is_empty() {
             t.reflect = read(reflect_path)?;
         }
+        Ok(t)
+    }
+
+    /// The templates and response prefixes a config asks for.
+    pub fn from_config(cfg: &crate::config::TrainConfig) -> Result<Self, TrainError> {
+        let e = &cfg.env;
+        let mut t = Self::load(&e.name, &e.play_prompt, &e.reflect_prompt)?;
+        t.play_prefix = e.play_prefix.clone();
+        t.reflect_prefix = e.reflect_prefix.clone();
         Ok(t)
     }
 }
@@ -115,6 +143,13 @@ mod tests {
         assert!(PromptTemplates::builtin("sokoban")
             .reflect
             .contains("<remark>"));
+    }
+
+    #[test]
+    fn builtin_names_are_accepted_as_overrides() {
+        let t = PromptTemplates::load("sokoban", "sokoban_terse_play", "sokoban_terse_reflect")
+            .unwrap();
+        assert!(t.play.starts_with("Sokoban.") && t.reflect.contains("<remark>"));
     }
 
     #[test]

@@ -21,6 +21,7 @@ pub const CSV_COLUMNS: &[&str] = &[
     "train_pass@3",
     "invalid_rate",
     "reflect_invalid_rate",
+    "prompt_len",
     "response_len",
     "samples",
     "loss",

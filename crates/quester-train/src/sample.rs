@@ -36,6 +36,8 @@ pub struct Sample {
     pub attempt_won: bool,
     /// The prompt as text (the last user message), kept for trajectory logs.
     pub prompt: String,
+    /// The reply as the environment saw it: the forced response prefix (if any; its tokens are
+    /// part of `prompt_ids`) followed by the generated text.
     pub response: String,
     pub prompt_ids: Vec<u32>,
     pub response_ids: Vec<u32>,

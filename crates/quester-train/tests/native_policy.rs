@@ -29,6 +29,7 @@ fn generate_then_update_with_aligned_logprobs() {
         .map(|i| GenRequest {
             messages: vec![ChatMessage::user(format!("Hello {i}"))],
             seed: i,
+            response_prefix: String::new(),
         })
         .collect();
     let params = SamplingParams {
@@ -36,6 +37,7 @@ fn generate_then_update_with_aligned_logprobs() {
         top_p: 1.0,
         top_k: 0,
         max_tokens: 8,
+        stop: Vec::new(),
     };
     let gens = pol.generate(&reqs, &params).unwrap();
     assert_eq!(gens.len(), 3);
@@ -51,6 +53,7 @@ fn generate_then_update_with_aligned_logprobs() {
         .map(|g| TrainSeq {
             prompt_ids: &g.prompt_ids,
             response_ids: &g.response_ids,
+            current_logprobs: None,
         })
         .collect();
     let mut seen = Vec::new();
@@ -117,4 +120,106 @@ fn generate_then_update_with_aligned_logprobs() {
         other.generate(&reqs, &params).unwrap(),
         pol.generate(&reqs, &params).unwrap()
     );
+}
+
+/// Log-probs of `gens` under `pol`, read through a zero-gradient update.
+fn current_logprobs(
+    pol: &mut dyn quester_train::policy::TrainablePolicy,
+    seqs: &[TrainSeq<'_>],
+) -> Vec<Vec<f64>> {
+    let mut out = Vec::new();
+    pol.update(
+        seqs,
+        &mut |new: &[Vec<f64>]| {
+            out = new.to_vec();
+            LossValue {
+                loss: 0.0,
+                dlogp: new.iter().map(|v| vec![0.0; v.len()]).collect(),
+            }
+        },
+        0.0,
+    )
+    .unwrap();
+    out
+}
+
+/// A -1 advantage on the first two responses and 0 on the rest (which then add nothing);
+/// records the log-probs the policy handed over.
+fn coef_loss(seen: &mut Vec<Vec<f64>>) -> impl FnMut(&[Vec<f64>]) -> LossValue + '_ {
+    move |new: &[Vec<f64>]| {
+        *seen = new.to_vec();
+        // A fixed per-token coefficient, so the gradient does not depend on the batch size.
+        LossValue {
+            loss: 0.0,
+            dlogp: new
+                .iter()
+                .enumerate()
+                .map(|(i, v)| vec![if i < 2 { 0.05 } else { 0.0 }; v.len()])
+                .collect(),
+        }
+    }
+}
+
+#[test]
+fn given_current_logprobs_and_zero_advantage_sequences_train_exactly_the_same() {
+    let c = cfg();
+    let reqs: Vec<GenRequest> = (0..3)
+        .map(|i| GenRequest {
+            messages: vec![ChatMessage::user(format!("Hi {i}"))],
+            seed: 10 + i,
+            response_prefix: String::new(),
+        })
+        .collect();
+    let params = SamplingParams {
+        temperature: 1.0,
+        top_p: 1.0,
+        top_k: 0,
+        max_tokens: 6,
+        stop: Vec::new(),
+    };
+    let mut scored = build_policy(&c).unwrap();
+    let gens = scored.generate(&reqs, &params).unwrap();
+    let seqs = |given: bool| -> Vec<TrainSeq<'_>> {
+        gens.iter()
+            .map(|g| TrainSeq {
+                prompt_ids: &g.prompt_ids,
+                response_ids: &g.response_ids,
+                current_logprobs: given.then_some(g.logprobs.as_slice()),
+            })
+            .collect()
+    };
+    let (mut seen_scored, mut seen_given) = (Vec::new(), Vec::new());
+    scored
+        .update(&seqs(false), &mut coef_loss(&mut seen_scored), 0.0)
+        .unwrap();
+    let mut given = build_policy(&c).unwrap();
+    given
+        .update(&seqs(true), &mut coef_loss(&mut seen_given), 0.0)
+        .unwrap();
+    // The given values reach the loss untouched, and match the scored ones.
+    for ((g, s), v) in gens.iter().zip(&seen_scored).zip(&seen_given) {
+        let exact: Vec<f64> = g.logprobs.iter().map(|&x| f64::from(x)).collect();
+        assert_eq!(&exact, v);
+        for (a, b) in s.iter().zip(v) {
+            assert!((a - b).abs() < 1e-3, "{a} vs {b}");
+        }
+    }
+    // Only the first two sequences: same gradient, hence the same weights afterwards.
+    let mut two = build_policy(&c).unwrap();
+    let mut seen_two = Vec::new();
+    two.update(&seqs(true)[..2], &mut coef_loss(&mut seen_two), 0.0)
+        .unwrap();
+    let probe = seqs(false);
+    let a = current_logprobs(given.as_mut(), &probe);
+    let b = current_logprobs(two.as_mut(), &probe);
+    let d = current_logprobs(scored.as_mut(), &probe);
+    for ((x, y), z) in a
+        .iter()
+        .flatten()
+        .zip(b.iter().flatten())
+        .zip(d.iter().flatten())
+    {
+        assert!((x - y).abs() < 1e-9, "{x} vs {y}");
+        assert!((x - z).abs() < 1e-4, "{x} vs {z}");
+    }
 }

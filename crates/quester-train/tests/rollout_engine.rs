@@ -67,6 +67,7 @@ fn spec(reflection: bool, kind: ReflectionType) -> RolloutSpec {
             top_p: 1.0,
             top_k: 0,
             max_tokens: 16,
+            stop: Vec::new(),
         },
         templates: PromptTemplates::builtin("bandit"),
     }

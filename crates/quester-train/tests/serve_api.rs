@@ -453,6 +453,7 @@ fn the_openai_policy_generates_through_serve() {
         top_p: 1.0,
         top_k: 0,
         max_tokens: 64,
+        stop: Vec::new(),
     };
     let requests: Vec<GenRequest> = (0..3)
         .map(|i| GenRequest {
@@ -461,6 +462,7 @@ fn the_openai_policy_generates_through_serve() {
                 ChatMessage::user(format!("u{i}")),
             ],
             seed: 5 + i,
+            response_prefix: String::new(),
         })
         .collect();
     let gens = policy.generate(&requests, &params).unwrap();

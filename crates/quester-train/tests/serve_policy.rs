@@ -98,9 +98,7 @@ fn a_failing_policy_builder_is_reported() {
 fn evaluating_through_serve_equals_evaluating_directly() {
     let mut cfg = common::lamer_bandit(0.9, 1);
     cfg.eval.tasks = 24;
-    let templates =
-        PromptTemplates::load(&cfg.env.name, &cfg.env.play_prompt, &cfg.env.reflect_prompt)
-            .unwrap();
+    let templates = PromptTemplates::from_config(&cfg).unwrap();
     let factory = env_factory(&cfg);
 
     let mut direct_policy = tabular();

@@ -3,11 +3,11 @@
 use super::{KvCache, Layer, Model};
 use crate::error::{ModelError, Result};
 use crate::nn::linear::pick;
-use crate::ops::{gather_log_softmax, rms_norm, rope, rope_tables, softmax_last_dim, swiglu};
+use crate::ops::{
+    causal_attention, frozen_matmul, gather_log_softmax, rms_norm, rope, rope_tables,
+    softmax_entropy, swiglu,
+};
 use candle_core::{DType, Device, Tensor};
-
-/// Additive attention bias for masked keys. Finite so fully masked rows stay NaN-free.
-pub const MASK_VALUE: f64 = -1e9;
 
 /// A 0/1 mask [B, T] read into host memory (any numeric dtype accepted).
 pub(crate) fn mask_rows(mask: &Tensor) -> Result<Vec<Vec<u32>>> {
@@ -34,30 +34,6 @@ pub(crate) fn positions(mask: &[Vec<u32>], past: &[u32]) -> Vec<Vec<u32>> {
         .collect()
 }
 
-/// Causal + padding bias [B, 1, 1, T, S] for queries at cache positions `past..past+T` over keys
-/// `0..S` (S = past + T) with key mask `key_mask` [B][S].
-pub(crate) fn attention_bias(
-    key_mask: &[Vec<u32>],
-    past: usize,
-    t: usize,
-    dtype: DType,
-) -> Result<Tensor> {
-    let b = key_mask.len();
-    let s = past + t;
-    let mut v = vec![MASK_VALUE as f32; b * t * s];
-    for (bi, km) in key_mask.iter().enumerate() {
-        for qi in 0..t {
-            let row = &mut v[(bi * t + qi) * s..(bi * t + qi + 1) * s];
-            for (ki, slot) in row.iter_mut().enumerate().take(past + qi + 1) {
-                if km.get(ki).copied().unwrap_or(0) != 0 {
-                    *slot = 0.0;
-                }
-            }
-        }
-    }
-    Ok(Tensor::from_vec(v, (b, 1, 1, t, s), &Device::Cpu)?.to_dtype(dtype)?)
-}
-
 impl Model {
     fn check_ids(&self, ids: &Tensor) -> Result<(usize, usize)> {
         let (b, t) = ids.dims2()?;
@@ -76,15 +52,17 @@ impl Model {
         &self,
         ids: &Tensor,
         pos: &[Vec<u32>],
-        bias: &Tensor,
+        key_mask: &[Vec<u32>],
         mut cache: Option<&mut KvCache>,
         grad: bool,
     ) -> Result<Tensor> {
+        // Under LoRA only the adapters train: embeddings and norms stay off the graph.
+        let track = grad && !self.lora_attached;
         let (b, t) = ids.dims2()?;
         let cfg = &self.config;
         let dtype = self.dtype();
         let ids = ids.to_dtype(DType::U32)?;
-        let emb = pick(&self.embed_tokens, grad);
+        let emb = pick(&self.embed_tokens, track);
         let mut x = emb
             .index_select(&ids.flatten_all()?, 0)?
             .reshape((b, t, cfg.hidden_size))?;
@@ -101,12 +79,12 @@ impl Model {
         }
         for (li, layer) in self.layers.iter().enumerate() {
             let kv = cache.as_deref_mut().map(|c| (&c.keys[li], &c.values[li]));
-            let h = rms_norm(&x, &pick(&layer.input_layernorm, grad), cfg.rms_norm_eps)?;
-            let a = self.attention(layer, &h, &cos, &sin, bias, kv, past, grad)?;
+            let h = rms_norm(&x, &pick(&layer.input_layernorm, track), cfg.rms_norm_eps)?;
+            let a = self.attention(layer, &h, (&cos, &sin), key_mask, kv, past, grad)?;
             x = (x + a)?;
             let h = rms_norm(
                 &x,
-                &pick(&layer.post_attention_layernorm, grad),
+                &pick(&layer.post_attention_layernorm, track),
                 cfg.rms_norm_eps,
             )?;
             let m = layer.down_proj.forward(
@@ -121,7 +99,7 @@ impl Model {
         if let Some(c) = cache {
             c.len += t;
         }
-        Ok(rms_norm(&x, &pick(&self.norm, grad), cfg.rms_norm_eps)?)
+        Ok(rms_norm(&x, &pick(&self.norm, track), cfg.rms_norm_eps)?)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -129,9 +107,8 @@ impl Model {
         &self,
         layer: &Layer,
         x: &Tensor,
-        cos: &Tensor,
-        sin: &Tensor,
-        bias: &Tensor,
+        (cos, sin): (&Tensor, &Tensor),
+        key_mask: &[Vec<u32>],
         kv: Option<(&Tensor, &Tensor)>,
         past: usize,
         grad: bool,
@@ -148,8 +125,9 @@ impl Model {
         let mut k = layer.k_proj.forward(x, grad)?.reshape((b, t, kvh, d))?;
         let v = layer.v_proj.forward(x, grad)?.reshape((b, t, kvh, d))?;
         if let (Some(qn), Some(kn)) = (&layer.q_norm, &layer.k_norm) {
-            q = rms_norm(&q, &pick(qn, grad), cfg.rms_norm_eps)?;
-            k = rms_norm(&k, &pick(kn, grad), cfg.rms_norm_eps)?;
+            let track = grad && !self.lora_attached;
+            q = rms_norm(&q, &pick(qn, track), cfg.rms_norm_eps)?;
+            k = rms_norm(&k, &pick(kn, track), cfg.rms_norm_eps)?;
         }
         let q = (rope(&q, cos, sin)? * (1.0 / (d as f64).sqrt()))?;
         let k = rope(&k, cos, sin)?;
@@ -170,11 +148,8 @@ impl Model {
             }
             None => (k, v),
         };
-        let s = k.dim(2)?;
-        let scores = q.matmul(&k.t()?)?.reshape((b, kvh, g, t, s))?;
-        let p = softmax_last_dim(&scores.broadcast_add(bias)?)?.reshape((b, kvh, g * t, s))?;
-        let o = p
-            .matmul(&v)?
+        let o = causal_attention(&q, &k, &v, key_mask, past)?;
+        let o = o
             .reshape((b, kvh, g, t, d))?
             .permute((0, 3, 1, 2, 4))?
             .contiguous()?
@@ -189,17 +164,25 @@ impl Model {
         }
     }
 
+    /// Logits of hidden rows [N, hidden]; under LoRA the frozen head gets no gradient work.
+    fn head_logits(&self, h: &Tensor, grad: bool) -> Result<Tensor> {
+        if grad && !self.lora_attached {
+            Ok(h.matmul(&self.head(true).t()?)?)
+        } else if grad {
+            Ok(frozen_matmul(h, &self.head(false))?)
+        } else {
+            Ok(h.matmul(&self.head(false).t()?)?)
+        }
+    }
+
     /// Logits [B, T, vocab] for `ids` [B, T] with a 0/1 `mask` [B, T] (left or right padding;
     /// positions are counted over real tokens only). Tracks gradients.
     pub fn forward(&self, ids: &Tensor, mask: &Tensor) -> Result<Tensor> {
         let (b, t) = self.check_ids(ids)?;
         let rows = mask_rows(mask)?;
         let pos = positions(&rows, &vec![0; b]);
-        let bias = attention_bias(&rows, 0, t, self.dtype())?;
-        let h = self.hidden(ids, &pos, &bias, None, true)?;
-        let logits = h
-            .reshape((b * t, self.config.hidden_size))?
-            .matmul(&self.head(true).t()?)?;
+        let h = self.hidden(ids, &pos, &rows, None, true)?;
+        let logits = self.head_logits(&h.reshape((b * t, self.config.hidden_size))?, true)?;
         Ok(logits.reshape((b, t, self.config.vocab_size))?)
     }
 
@@ -216,6 +199,42 @@ impl Model {
         mask: &Tensor,
         targets_from: usize,
     ) -> Result<Tensor> {
+        Ok(self.logprobs(ids, mask, targets_from, true, false)?.0)
+    }
+
+    /// [`Model::token_logprobs`] and, at the same positions, the entropy (nats) of the predicted
+    /// next-token distribution, both [B, T - targets_from] and differentiable (the entropy
+    /// bonus of the policy loss).
+    pub fn token_logprobs_and_entropy(
+        &self,
+        ids: &Tensor,
+        mask: &Tensor,
+        targets_from: usize,
+    ) -> Result<(Tensor, Tensor)> {
+        let (lp, ent) = self.logprobs(ids, mask, targets_from, true, true)?;
+        let ent = ent.ok_or_else(|| ModelError::Input("entropy was not computed".into()))?;
+        Ok((lp, ent))
+    }
+
+    /// [`Model::token_logprobs`] without building the autograd graph: the same numbers for a
+    /// fraction of the memory (scoring, and the PPO pass that only needs the values).
+    pub fn token_logprobs_detached(
+        &self,
+        ids: &Tensor,
+        mask: &Tensor,
+        targets_from: usize,
+    ) -> Result<Tensor> {
+        Ok(self.logprobs(ids, mask, targets_from, false, false)?.0)
+    }
+
+    fn logprobs(
+        &self,
+        ids: &Tensor,
+        mask: &Tensor,
+        targets_from: usize,
+        grad: bool,
+        entropy: bool,
+    ) -> Result<(Tensor, Option<Tensor>)> {
         let (b, t) = self.check_ids(ids)?;
         if targets_from == 0 || targets_from >= t {
             return Err(ModelError::Input(format!(
@@ -224,8 +243,7 @@ impl Model {
         }
         let rows = mask_rows(mask)?;
         let pos = positions(&rows, &vec![0; b]);
-        let bias = attention_bias(&rows, 0, t, self.dtype())?;
-        let h = self.hidden(ids, &pos, &bias, None, true)?;
+        let h = self.hidden(ids, &pos, &rows, None, grad)?;
         let n = t - targets_from;
         let hsel = h
             .narrow(1, targets_from - 1, n)?
@@ -234,18 +252,20 @@ impl Model {
             .to_dtype(DType::U32)?
             .narrow(1, targets_from, n)?
             .flatten_all()?;
-        let head = self.head(true);
         // Row chunks bound the size of the [rows, vocab] logits block alive at once in forward.
         let chunk = 256;
-        let mut parts = Vec::new();
+        let (mut parts, mut ent_parts) = (Vec::new(), Vec::new());
         let mut start = 0;
         while start < b * n {
             let len = chunk.min(b * n - start);
-            let logits = hsel.narrow(0, start, len)?.matmul(&head.t()?)?;
+            let logits = self.head_logits(&hsel.narrow(0, start, len)?, grad)?;
             parts.push(gather_log_softmax(
                 &logits,
                 &targets.narrow(0, start, len)?,
             )?);
+            if entropy {
+                ent_parts.push(softmax_entropy(&logits)?);
+            }
             start += len;
         }
         let lp = Tensor::cat(&parts, 0)?.reshape((b, n))?;
@@ -257,7 +277,12 @@ impl Model {
             &Device::Cpu,
         )?
         .to_dtype(self.dtype())?;
-        Ok((lp * tmask)?)
+        let ent = if entropy {
+            Some((Tensor::cat(&ent_parts, 0)?.reshape((b, n))? * &tmask)?)
+        } else {
+            None
+        };
+        Ok(((lp * tmask)?, ent))
     }
 
     /// Runs new tokens `ids` [B, T] through the model with a KV cache and returns the logits of
@@ -279,12 +304,11 @@ impl Model {
         }
         let new_mask: Vec<Vec<u32>> = key_mask.iter().map(|r| r[past..].to_vec()).collect();
         let pos = positions(&new_mask, past_real);
-        let bias = attention_bias(key_mask, past, t, self.dtype())?;
-        let h = self.hidden(ids, &pos, &bias, Some(cache), false)?;
+        let h = self.hidden(ids, &pos, key_mask, Some(cache), false)?;
         let last = h
             .narrow(1, t - 1, 1)?
             .reshape((b, self.config.hidden_size))?;
-        Ok(last.matmul(&self.head(false).t()?)?)
+        Ok(frozen_matmul(&last, &self.head(false))?)
     }
 
     /// A KV cache sized for this model.
@@ -312,18 +336,5 @@ mod tests {
         assert_eq!(p[1], vec![0, 1, 2, 3, 4]);
         let p = positions(&[vec![1]], &[7]);
         assert_eq!(p[0], vec![7]);
-    }
-
-    #[test]
-    fn bias_is_causal_and_masks_padding() {
-        let m = vec![vec![0, 1, 1]];
-        let b: Vec<f32> = attention_bias(&m, 0, 3, DType::F32)
-            .unwrap()
-            .flatten_all()
-            .unwrap()
-            .to_vec1()
-            .unwrap();
-        let neg = MASK_VALUE as f32;
-        assert_eq!(b, vec![neg, neg, neg, neg, 0.0, neg, neg, 0.0, 0.0]);
     }
 }

@@ -104,30 +104,45 @@ impl Linear {
     }
 
     /// Applies the projection to `x` [..., in]. With `grad` false the weights are detached, so no
-    /// graph is built (generation); with `grad` true the frozen base weight is still detached when
-    /// a LoRA adapter is attached, so only the adapter receives gradients.
+    /// graph is built (generation); with `grad` true and a LoRA adapter attached, the frozen base
+    /// stays detached and only the adapter receives gradients.
     pub fn forward(&self, x: &Tensor, grad: bool) -> Result<Tensor> {
-        let dims = x.dims().to_vec();
+        let mut dims = x.dims().to_vec();
         let inp = dims.last().copied().unwrap_or(0);
-        let rows = x.elem_count() / inp.max(1);
-        let x2 = x.reshape((rows, inp))?;
-        let track_base = grad && self.lora.is_none();
-        let w = pick(&self.weight, track_base);
-        let mut y = x2.matmul(&w.t()?)?;
-        if let Some(b) = &self.bias {
-            y = y.broadcast_add(&pick(b, track_base))?;
-        }
-        if let Some(l) = &self.lora {
-            let a = pick(&l.a, grad);
-            let b = pick(&l.b, grad);
-            let delta = x2.matmul(&a.t()?)?.matmul(&b.t()?)?;
-            y = (y + (delta * l.scale)?)?;
-        }
-        let mut out_dims = dims;
-        if let Some(last) = out_dims.last_mut() {
+        let x2 = x.reshape((x.elem_count() / inp.max(1), inp))?;
+        let y = match (&self.lora, grad) {
+            // Training under LoRA: one fused op keeps only x, A and B for the backward pass.
+            (Some(l), true) => crate::ops::lora_linear(
+                &x2,
+                &pick(&self.weight, false),
+                self.bias.as_ref().map(|b| pick(b, false)).as_ref(),
+                &pick(&l.a, true),
+                &pick(&l.b, true),
+                l.scale,
+            )?,
+            // Generation (nothing tracked) or full fine-tuning (no adapter, base tracked).
+            (lora, _) => {
+                let mut y = if grad {
+                    x2.matmul(&pick(&self.weight, true).t()?)?
+                } else {
+                    // Generation: frozen_matmul has a fast path for the few rows of decoding.
+                    crate::ops::frozen_matmul(&x2, self.weight.as_tensor())?
+                };
+                if let Some(b) = &self.bias {
+                    y = y.broadcast_add(&pick(b, grad))?;
+                }
+                if let Some(l) = lora {
+                    let u = crate::ops::frozen_matmul(&x2, l.a.as_tensor())?;
+                    let delta = crate::ops::frozen_matmul(&u, l.b.as_tensor())?;
+                    y = (y + (delta * l.scale)?)?;
+                }
+                y
+            }
+        };
+        if let Some(last) = dims.last_mut() {
             *last = self.out_dim();
         }
-        y.reshape(out_dims)
+        y.reshape(dims)
     }
 
     /// An independent copy with every weight cast to `dtype` (f64 for finite-difference tests).

@@ -1,17 +1,30 @@
 //! Custom CPU ops with hand-written backward passes.
 //!
+//! Attention is fused (scores never stored; see `attention`), and frozen weights get no
+//! gradient work (`frozen_matmul`).
+//!
 //! candle's fast `softmax_last_dim`, `rms_norm` and `rope*` ops have no backward (the gradient
 //! silently stops), and its elementwise ops run on one thread. These ops are multi-threaded with
 //! rayon, work in f32 and f64 (f64 for finite-difference tests), and each backward is checked
 //! against finite differences in its tests.
 
+mod attention;
+mod entropy;
+mod frozen_matmul;
+mod gemm;
+mod gemv;
 mod logprob;
+mod lora_linear;
 mod rms_norm;
 mod rope;
 mod softmax;
 mod swiglu;
 
+pub use attention::causal_attention;
+pub use entropy::softmax_entropy;
+pub use frozen_matmul::frozen_matmul;
 pub use logprob::gather_log_softmax;
+pub use lora_linear::lora_linear;
 pub use rms_norm::rms_norm;
 pub use rope::{rope, rope_tables};
 pub use softmax::softmax_last_dim;
@@ -28,6 +41,7 @@ pub(crate) trait Float:
     + std::iter::Sum
     + std::ops::AddAssign
     + std::ops::MulAssign
+    + gemv::Dot
 {
 }
 impl Float for f32 {}

@@ -44,6 +44,8 @@ pub struct SamplingParams {
     /// 0 = no top-k filter.
     pub top_k: usize,
     pub max_tokens: usize,
+    /// Generation of a response ends once its text contains one of these (kept in the text).
+    pub stop: Vec<String>,
 }
 
 /// One generation request: a conversation and the seed of its own sampling stream (so a
@@ -52,6 +54,10 @@ pub struct SamplingParams {
 pub struct GenRequest {
     pub messages: Vec<ChatMessage>,
     pub seed: u64,
+    /// The assistant's reply is forced to start with this text (empty: no constraint). Policies
+    /// that can (the native model) append it to the rendered prompt and return only what
+    /// follows; the others ignore it. The caller puts prefix and response back together.
+    pub response_prefix: String,
 }
 
 /// One generated response.
@@ -82,6 +88,10 @@ pub trait Policy {
 pub struct TrainSeq<'a> {
     pub prompt_ids: &'a [u32],
     pub response_ids: &'a [u32],
+    /// The response's log-probs when they are known to be the current policy's (sampled
+    /// untempered from these very weights, nothing updated since): a policy may use them
+    /// instead of a scoring pass.
+    pub current_logprobs: Option<&'a [f32]>,
 }
 
 /// The loss of a mini-batch as the caller computes it from the CURRENT per-token log-probs:

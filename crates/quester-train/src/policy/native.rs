@@ -36,6 +36,14 @@ impl TrainableModel for PolicyModel {
     fn trainable_vars(&self) -> Vec<(String, candle_core::Var)> {
         self.0.trainable_vars()
     }
+    fn token_logprobs_and_entropy(
+        &self,
+        ids: &candle_core::Tensor,
+        mask: &candle_core::Tensor,
+        targets_from: usize,
+    ) -> Result<(candle_core::Tensor, Option<candle_core::Tensor>), TrainStepError> {
+        TrainableModel::token_logprobs_and_entropy(&self.0, ids, mask, targets_from)
+    }
 }
 
 /// See the module doc.
@@ -100,7 +108,8 @@ impl Policy for NativePolicy {
                 .iter()
                 .map(|m| MChat::new(m.role.clone(), m.content.clone()))
                 .collect();
-            let text = self.template.render(&msgs, true).map_err(err)?;
+            let mut text = self.template.render(&msgs, true).map_err(err)?;
+            text.push_str(&r.response_prefix);
             let ids = self.tokenizer.encode(&text).map_err(err)?;
             reqs.push(GenerationRequest {
                 prompt_ids: ids,
@@ -110,12 +119,22 @@ impl Policy for NativePolicy {
                     top_k: p.top_k,
                     max_new_tokens: p.max_tokens,
                     seed: r.seed,
+                    stop: p.stop.clone(),
                     ..Default::default()
                 },
             });
         }
+        let longest = reqs.iter().map(|r| r.prompt_ids.len()).max().unwrap_or(0);
+        let t = std::time::Instant::now();
         let outs =
             quester_model::generate(&self.step.model().0, &self.tokenizer, &reqs).map_err(err)?;
+        tracing::debug!(
+            batch = reqs.len(),
+            longest_prompt = longest,
+            new_tokens = outs.iter().map(|o| o.token_ids.len()).sum::<usize>(),
+            seconds = t.elapsed().as_secs_f64(),
+            "generated"
+        );
         Ok(reqs
             .into_iter()
             .zip(outs)
@@ -135,8 +154,9 @@ impl TrainablePolicy for NativePolicy {
         &mut self,
         batch: &[TrainSeq<'_>],
         loss_fn: &mut dyn FnMut(&[Vec<f64>]) -> LossValue,
-        _entropy_coef: f64,
+        entropy_coef: f64,
     ) -> Result<UpdateStats, TrainError> {
+        self.step.set_entropy_coef(entropy_coef).map_err(err)?;
         let keep: Vec<&TrainSeq<'_>> = batch
             .iter()
             .filter(|s| !s.response_ids.is_empty())
@@ -158,30 +178,50 @@ impl TrainablePolicy for NativePolicy {
         if seqs.is_empty() {
             return Ok(UpdateStats::default());
         }
-        // Current log-probs, micro-batch by micro-batch: one pass over the whole mini-batch
-        // would keep every layer's activations of every sequence alive at once.
+        // Current log-probs: given with the batch when nothing changed since sampling, else
+        // computed micro-batch by micro-batch (one pass over the whole mini-batch would keep
+        // every sequence's activations alive at once).
         let mb = self.micro_batch;
         let mut new = Vec::with_capacity(keep.len());
         let mut n_tokens = 0usize;
-        for (chunk_keep, chunk_seqs) in keep.chunks(mb).zip(seqs.chunks(mb)) {
-            let tb =
-                TrainBatch::from_sequences(chunk_seqs, self.pad_id, &Device::Cpu).map_err(err)?;
-            n_tokens += tb.n_tokens;
-            let lp = self
-                .step
-                .model()
-                .token_logprobs(&tb.input_ids, &tb.attention_mask, tb.targets_from)
-                .map_err(err)?
-                .to_vec2::<f32>()
-                .map_err(err)?;
-            for (b, s) in chunk_keep.iter().enumerate() {
-                let start = s.prompt_ids.len() - tb.targets_from;
-                new.push(
-                    lp[b][start..start + s.response_ids.len()]
-                        .iter()
-                        .map(|&x| f64::from(x))
-                        .collect::<Vec<f64>>(),
+        let given: Option<Vec<&[f32]>> = keep.iter().map(|s| s.current_logprobs).collect();
+        match given {
+            Some(lps)
+                if lps
+                    .iter()
+                    .zip(&keep)
+                    .all(|(l, s)| l.len() == s.response_ids.len()) =>
+            {
+                n_tokens = keep.iter().map(|s| s.response_ids.len()).sum();
+                new.extend(
+                    lps.iter()
+                        .map(|l| l.iter().map(|&x| f64::from(x)).collect::<Vec<f64>>()),
                 );
+            }
+            _ => {
+                for (chunk_keep, chunk_seqs) in keep.chunks(mb).zip(seqs.chunks(mb)) {
+                    let tb = TrainBatch::from_sequences(chunk_seqs, self.pad_id, &Device::Cpu)
+                        .map_err(err)?;
+                    n_tokens += tb.n_tokens;
+                    // Values only: no graph (the gradient pass below runs its own forward).
+                    let lp = self
+                        .step
+                        .model()
+                        .0
+                        .token_logprobs_detached(&tb.input_ids, &tb.attention_mask, tb.targets_from)
+                        .map_err(err)?
+                        .to_vec2::<f32>()
+                        .map_err(err)?;
+                    for (b, s) in chunk_keep.iter().enumerate() {
+                        let start = s.prompt_ids.len() - tb.targets_from;
+                        new.push(
+                            lp[b][start..start + s.response_ids.len()]
+                                .iter()
+                                .map(|&x| f64::from(x))
+                                .collect::<Vec<f64>>(),
+                        );
+                    }
+                }
             }
         }
         // Sequences with no response keep their (empty) slot for the caller's alignment.
@@ -219,16 +259,38 @@ impl TrainablePolicy for NativePolicy {
             });
         }
         // Gradients of every micro-batch, normalised by the mini-batch's token count, summed;
-        // then one clipped optimiser step.
+        // then one clipped optimiser step. Without an entropy bonus, a sequence whose
+        // coefficients are all zero contributes exactly nothing: it is not run at all.
+        if entropy_coef == 0.0 {
+            seqs.retain(|s| s.advantages.iter().any(|&c| c != 0.0));
+        }
+        if seqs.is_empty() {
+            // No gradient at all (every advantage zero): no optimiser step either.
+            return Ok(UpdateStats {
+                loss: lv.loss,
+                grad_norm: 0.0,
+                entropy: f64::NAN,
+                skipped_nonfinite: false,
+            });
+        }
+        // Similar lengths side by side: micro-batches are padded to their longest sequence, and
+        // the order of a sum of gradients does not matter.
+        seqs.sort_by_key(|s| s.ids.len());
         for chunk in seqs.chunks(mb) {
             let tb = TrainBatch::from_sequences(chunk, self.pad_id, &Device::Cpu).map_err(err)?;
             self.step.accumulate(&tb, total_tokens).map_err(err)?;
         }
         let st = self.step.apply().map_err(err)?;
+        tracing::debug!(
+            sequences = seqs.len(),
+            tokens = seqs.iter().map(|s| s.ids.len()).sum::<usize>(),
+            longest = seqs.iter().map(|s| s.ids.len()).max().unwrap_or(0),
+            "updated"
+        );
         Ok(UpdateStats {
             loss: lv.loss,
             grad_norm: st.grad_norm,
-            entropy: f64::NAN,
+            entropy: st.entropy,
             skipped_nonfinite: st.skipped_nan,
         })
     }

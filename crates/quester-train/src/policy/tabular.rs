@@ -382,6 +382,7 @@ mod tests {
             top_p: 1.0,
             top_k: 0,
             max_tokens: 8,
+            stop: Vec::new(),
         }
     }
 
@@ -415,6 +416,7 @@ mod tests {
         let req = GenRequest {
             messages: vec![ChatMessage::user("x")],
             seed: 3,
+            response_prefix: String::new(),
         };
         pol.generate(std::slice::from_ref(&req), &params(1.0))
             .unwrap();
@@ -429,6 +431,7 @@ mod tests {
         let seq = TrainSeq {
             prompt_ids: &ids.0,
             response_ids: &ids.1,
+            current_logprobs: None,
         };
         pol.update(
             &[seq],
@@ -456,12 +459,14 @@ mod tests {
         let req = GenRequest {
             messages: vec![ChatMessage::user("x")],
             seed: 1,
+            response_prefix: String::new(),
         };
         let g = pol.generate(&[req], &params(1.0)).unwrap();
         let before = pol.logits();
         let seq = TrainSeq {
             prompt_ids: &g[0].prompt_ids,
             response_ids: &g[0].response_ids,
+            current_logprobs: None,
         };
         let st = pol
             .update(
@@ -483,6 +488,7 @@ mod tests {
         let req = GenRequest {
             messages: vec![ChatMessage::user("x")],
             seed: 1,
+            response_prefix: String::new(),
         };
         pol.generate(&[req], &params(1.0)).unwrap();
         pol.state.logits[0] = vec![0.123456789012345, -1.0 / 3.0];

@@ -56,10 +56,17 @@ pub fn cards(rows: &[Map<String, Value>], trials: &[TrialView]) -> String {
         ) else {
             continue;
         };
+        // The first point too, so a run evaluated before training reads as before -> after.
+        let first = points
+            .first()
+            .filter(|f| f.0 != last.0)
+            .map_or(String::new(), |f| {
+                format!("; first {} at step {}", fmt(f.1), fmt(f.0))
+            });
         out.push_str(&card(
             &key,
             &fmt(last.1),
-            &format!("final; best {} at step {}", fmt(best.1), fmt(best.0)),
+            &format!("final; best {} at step {}{first}", fmt(best.1), fmt(best.0)),
         ));
     }
     if !trials.is_empty() {

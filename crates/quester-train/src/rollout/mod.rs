@@ -211,6 +211,10 @@ pub fn run_trials(
         for &i in &active {
             let r = &mut running[i];
             let prompt = r.prompt(spec);
+            let prefix = match r.phase {
+                Phase::Reflect => spec.templates.reflect_prefix.clone(),
+                _ => spec.templates.play_prefix.clone(),
+            };
             r.pending_anchor = match r.phase {
                 Phase::Reflect => REFLECT_ANCHOR.to_string(),
                 _ => r.env.anchor(),
@@ -218,6 +222,7 @@ pub fn run_trials(
             batch.push(GenRequest {
                 messages: vec![ChatMessage::user(prompt.clone())],
                 seed: derive(r.req.gen_seed, &[r.generations]),
+                response_prefix: prefix,
             });
             r.generations += 1;
             prompts.push(prompt);
@@ -230,7 +235,7 @@ pub fn run_trials(
                 gens.len()
             )));
         }
-        for ((&i, g), prompt) in active.iter().zip(gens).zip(prompts) {
+        for (((&i, g), prompt), req) in active.iter().zip(gens).zip(prompts).zip(&batch) {
             let r = &mut running[i];
             let mut sample = Sample {
                 task_id: r.req.task_id.clone(),
@@ -245,7 +250,8 @@ pub fn run_trials(
                 won: false,
                 attempt_won: false,
                 prompt,
-                response: g.text,
+                // What the environment sees: the forced prefix (part of prompt_ids) + the reply.
+                response: format!("{}{}", req.response_prefix, g.text),
                 prompt_ids: g.prompt_ids,
                 response_ids: g.response_ids,
                 logprobs: g.logprobs,

@@ -30,6 +30,7 @@ fn params_of(r: &GenerationRequest) -> SamplingParams {
         top_p: r.top_p,
         top_k: r.top_k,
         max_tokens: r.max_tokens,
+        stop: r.stop.clone(),
     }
 }
 
@@ -105,6 +106,7 @@ impl ChatBackend for PolicyBackend {
                         })
                         .collect(),
                     seed: batch[i].seed,
+                    response_prefix: String::new(),
                 })
                 .collect();
             match self.policy.generate(&requests, &params) {

@@ -55,6 +55,10 @@ pub fn train_row(
         );
     }
     row.insert(
+        "prompt_len".into(),
+        json!(mean(samples.iter().map(|s| s.prompt_ids.len() as f64))),
+    );
+    row.insert(
         "response_len".into(),
         json!(mean(samples.iter().map(|s| s.response_ids.len() as f64))),
     );

@@ -58,8 +58,7 @@ impl<'a> Trainer<'a> {
         resume: bool,
     ) -> Result<Self, TrainError> {
         cfg.validate()?;
-        let templates =
-            PromptTemplates::load(&cfg.env.name, &cfg.env.play_prompt, &cfg.env.reflect_prompt)?;
+        let templates = PromptTemplates::from_config(&cfg)?;
         let run = RunDir::new(run_dir);
         let mut step = 0;
         let text = cfg.to_toml()?;
@@ -142,6 +141,7 @@ impl<'a> Trainer<'a> {
                 top_p: r.top_p,
                 top_k: r.top_k,
                 max_tokens: self.cfg.model.max_response_tokens,
+                stop: r.stop.clone(),
             },
             templates: self.templates.clone(),
         }
@@ -188,6 +188,11 @@ impl<'a> Trainer<'a> {
         };
         let mut done_here = 0;
         let mut last = Map::new();
+        if self.step == 0 && self.cfg.eval.at_start && self.stop_after != Some(0) {
+            pb.set_message("evaluating the untrained policy");
+            let row = self.eval_row(0)?;
+            self.run.append_metrics(&row)?;
+        }
         while self.step < total {
             if self.stop_after.is_some_and(|n| done_here >= n) {
                 break;
@@ -221,6 +226,23 @@ impl<'a> Trainer<'a> {
             steps: self.step,
             last_metrics: last,
         })
+    }
+
+    /// An evaluation-only metrics row logged at `step` (0 = before training).
+    fn eval_row(&mut self, step: usize) -> Result<Map<String, Value>, TrainError> {
+        let t = Instant::now();
+        let ev = evaluate_policy(
+            self.policy.as_mut(),
+            &*self.make_env,
+            &self.cfg,
+            &self.templates,
+        )?;
+        let mut row = Map::new();
+        row.insert("step".into(), json!(step));
+        row.insert("kind".into(), json!("eval"));
+        metrics::add_eval(&mut row, &ev);
+        row.insert("time_eval_s".into(), json!(t.elapsed().as_secs_f64()));
+        Ok(row)
     }
 
     /// One training step (index `step`, 0-based): collect, score, update, evaluate, log.
@@ -322,6 +344,10 @@ impl<'a> Trainer<'a> {
         let lcfg = scoring::loss_config(&self.cfg.algorithm);
         let entropy_coef = self.cfg.algorithm.entropy_coef;
         let mut stats = Vec::new();
+        // Untempered sampling makes the behaviour log-probs the policy's own: until the first
+        // update of this step they are current, and the policy may skip its scoring pass.
+        let r = &self.cfg.rollout;
+        let mut fresh = r.temperature == 1.0 && r.top_p >= 1.0 && r.top_k == 0;
         for epoch in 0..t.ppo_epochs {
             let mut order: Vec<usize> = (0..samples.len()).collect();
             let mut rng = ChaCha8Rng::seed_from_u64(derive(
@@ -335,8 +361,10 @@ impl<'a> Trainer<'a> {
                     .map(|&i| TrainSeq {
                         prompt_ids: &samples[i].prompt_ids,
                         response_ids: &samples[i].response_ids,
+                        current_logprobs: fresh.then_some(samples[i].logprobs.as_slice()),
                     })
                     .collect();
+                fresh = false;
                 let old: Vec<Vec<f64>> = chunk
                     .iter()
                     .map(|&i| samples[i].logprobs.iter().map(|&x| f64::from(x)).collect())
@@ -384,6 +412,7 @@ pub fn eval_spec(cfg: &TrainConfig, templates: &PromptTemplates) -> RolloutSpec 
             top_p: cfg.eval.top_p,
             top_k: cfg.eval.top_k,
             max_tokens: cfg.model.max_response_tokens,
+            stop: r.stop.clone(),
         },
         templates: templates.clone(),
     }

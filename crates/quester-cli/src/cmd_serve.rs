@@ -1,0 +1,71 @@
+//! `quester serve`: a policy (the default model, a config's model, optionally with a trained
+//! checkpoint) behind the OpenAI-compatible chat-completions API.
+
+use anyhow::Context;
+use quester_train::serve::{serve_policy, ServeConfig};
+use quester_train::TrainConfig;
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+pub struct ServeArgs {
+    /// Config whose [model] is served (default: the default model, no LoRA).
+    #[arg(long, short)]
+    pub config: Option<PathBuf>,
+    /// Dotted overrides of the config, e.g. --set model.path=/models/qwen.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub overrides: Vec<String>,
+    /// A checkpoint folder of a run, or its checkpoints/latest pointer file.
+    #[arg(long)]
+    pub checkpoint: Option<PathBuf>,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub addr: String,
+    /// Model id reported by /v1/models and in responses.
+    #[arg(long, default_value = "quester")]
+    pub model_id: String,
+    /// Most sequences generated together in one batch.
+    #[arg(long, default_value_t = 16)]
+    pub max_batch: usize,
+}
+
+pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let cfg = match &args.config {
+        Some(path) => TrainConfig::load(path, &args.overrides)
+            .with_context(|| format!("config {}", path.display()))?,
+        None => {
+            let mut table = toml::Table::new();
+            quester_config::apply_overrides(&mut table, &args.overrides)
+                .context("--set overrides")?;
+            TrainConfig::from_table(table).context("--set overrides")?
+        }
+    };
+    let checkpoint = args
+        .checkpoint
+        .as_deref()
+        .map(crate::cmd_train::resolve_checkpoint)
+        .transpose()?;
+    let config = ServeConfig {
+        max_batch: args.max_batch.max(1),
+        ..ServeConfig::default()
+    };
+    let handle = serve_policy(
+        move || {
+            let mut policy = quester_train::api::build_policy(&cfg).map_err(|e| e.to_string())?;
+            if let Some(dir) = &checkpoint {
+                policy.load(dir).map_err(|e| e.to_string())?;
+            }
+            Ok(policy as Box<dyn quester_train::policy::Policy>)
+        },
+        &args.model_id,
+        &args.addr,
+        config,
+    )
+    .with_context(|| format!("serving on {}", args.addr))?;
+    eprintln!(
+        "serving `{}` at {}/chat/completions (Ctrl-C stops)",
+        args.model_id,
+        handle.base_url()
+    );
+    handle.wait();
+    Ok(())
+}

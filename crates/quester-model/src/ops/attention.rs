@@ -1,0 +1,548 @@
+//! Causal self-attention as one fused op, flash-attention style on the CPU.
+//!
+//! The unfused form keeps three [heads, T, S] tensors per layer alive for the backward pass
+//! (scores, masked scores, probabilities): on a 1.5k-token multi-turn prompt that is gigabytes
+//! per sequence. Here the scores of one block of query rows at a time are built with `gemm`,
+//! turned into probabilities and consumed; nothing of size T x S outlives the block, and the
+//! backward pass recomputes them. Keys before a row's first real token (left padding) and after
+//! its position (causality) are skipped, not masked, so the causal half is never computed.
+
+use super::gemm::mm;
+use super::{contiguous, Float};
+use candle_core::{bail, CpuStorage, CustomOp3, Layout, Result, Shape, Tensor, WithDType};
+use rayon::prelude::*;
+use std::sync::Arc;
+
+/// Query rows per block: the block's score matrix is [QB, S].
+const QB: usize = 64;
+
+/// Attention of grouped queries over their key/value head with a causal + padding mask.
+///
+/// - `q` [B, KVH, G*T, D], already scaled by 1/sqrt(D); row `g*T + t` is query `t` of the
+///   `g`-th head sharing this key/value head.
+/// - `k`, `v` [B, KVH, S, D]; they may be a narrowed view of a larger cache along S.
+/// - Query `t` sits at cache position `past + t` (S = past + T) and attends the keys
+///   `j <= past + t` with `key_mask[b][j] != 0`. A row with no visible key outputs zeros.
+///
+/// Returns [B, KVH, G*T, D]. Differentiable in q, k and v.
+pub fn causal_attention(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    key_mask: &[Vec<u32>],
+    past: usize,
+) -> Result<Tensor> {
+    let (b, h, rows, d) = q.dims4()?;
+    let (kb, kh, s, kd) = k.dims4()?;
+    if (kb, kh, kd) != (b, h, d) || v.dims4()? != (b, h, s, d) {
+        bail!(
+            "attention: q {:?}, k {:?}, v {:?} do not match",
+            q.dims(),
+            k.dims(),
+            v.dims()
+        );
+    }
+    if s < past || s - past == 0 || rows % (s - past) != 0 {
+        bail!("attention: {rows} query rows do not fit {s} keys after {past} cached ones");
+    }
+    if key_mask.len() != b || key_mask.iter().any(|m| m.len() != s) {
+        bail!("attention: key mask must be [{b}][{s}]");
+    }
+    let op = Attention {
+        mask: Arc::new(key_mask.to_vec()),
+        past,
+    };
+    q.contiguous()?.apply_op3(&kv_view(k)?, &kv_view(v)?, op)
+}
+
+/// `k` as is when its rows are contiguous (a cache narrowed along S is), else a copy.
+fn kv_view(k: &Tensor) -> Result<Tensor> {
+    let st = k.stride();
+    let d = k.dims()[3];
+    if st[3] == 1 && st[2] == d {
+        Ok(k.clone())
+    } else {
+        k.contiguous()
+    }
+}
+
+struct Attention {
+    mask: Arc<Vec<Vec<u32>>>,
+    past: usize,
+}
+
+/// Shapes and strides of one call.
+#[derive(Clone, Copy)]
+struct Geom {
+    h: usize,
+    g: usize,
+    t: usize,
+    s: usize,
+    d: usize,
+    past: usize,
+    /// Element offset and batch / head strides of k and v (rows are contiguous).
+    kv_start: usize,
+    kv_sb: usize,
+    kv_sh: usize,
+}
+
+impl Geom {
+    fn kv_offset(&self, b: usize, h: usize) -> usize {
+        self.kv_start + b * self.kv_sb + h * self.kv_sh
+    }
+}
+
+/// Index of the first real key of each batch row (S when there is none).
+fn first_real(mask: &[Vec<u32>]) -> Vec<usize> {
+    mask.iter()
+        .map(|m| m.iter().position(|&x| x != 0).unwrap_or(m.len()))
+        .collect()
+}
+
+/// Scores [qb, hi - lo] of query rows `t0..t0+qb` over keys `lo..hi`, turned in place into
+/// probabilities (zero where masked; an all-masked row stays zero).
+#[allow(clippy::too_many_arguments)]
+fn block_probs<T: Float>(
+    p: &mut [T],
+    q_rows: &[T],
+    k_rows: &[T],
+    (qb, lo, hi): (usize, usize, usize),
+    t0: usize,
+    geo: &Geom,
+    mask: &[u32],
+) {
+    let (d, kn) = (geo.d, hi - lo);
+    mm((qb, kn, d), p, kn, false, q_rows, (d, 1), k_rows, (1, d));
+    for i in 0..qb {
+        let qpos = geo.past + t0 + i;
+        let row = &mut p[i * kn..(i + 1) * kn];
+        let visible = |j: usize| lo + j <= qpos && mask[lo + j] != 0;
+        let mut mx = T::neg_infinity();
+        for (j, &x) in row.iter().enumerate() {
+            if visible(j) && x > mx {
+                mx = x;
+            }
+        }
+        if mx == T::neg_infinity() {
+            row.iter_mut().for_each(|x| *x = T::zero());
+            continue;
+        }
+        let mut sum = T::zero();
+        for (j, x) in row.iter_mut().enumerate() {
+            *x = if visible(j) {
+                (*x - mx).exp()
+            } else {
+                T::zero()
+            };
+            sum += *x;
+        }
+        let inv = T::one() / sum;
+        row.iter_mut().for_each(|x| *x *= inv);
+    }
+}
+
+/// The key range [lo, hi) of query rows t0..t1 of a batch row whose first real key is `first`.
+fn key_range(first: usize, t1: usize, geo: &Geom) -> (usize, usize) {
+    let hi = geo.past + t1;
+    (first.min(hi), hi)
+}
+
+fn forward<T: Float>(q: &[T], k: &[T], v: &[T], geo: Geom, mask: &[Vec<u32>]) -> Vec<T> {
+    let (t, d) = (geo.t, geo.d);
+    let firsts = first_real(mask);
+    let mut out = vec![T::zero(); q.len()];
+    // One task per query head: (b, kv head, g) in q's row order.
+    out.par_chunks_mut(t * d).enumerate().for_each(|(u, o)| {
+        let (b, h) = (u / (geo.h * geo.g), (u / geo.g) % geo.h);
+        let q_u = &q[u * t * d..(u + 1) * t * d];
+        let kv = geo.kv_offset(b, h);
+        let mut p = Vec::new();
+        for t0 in (0..t).step_by(QB) {
+            let t1 = (t0 + QB).min(t);
+            let (lo, hi) = key_range(firsts[b], t1, &geo);
+            if lo == hi {
+                continue;
+            }
+            let qb = t1 - t0;
+            p.resize(qb * (hi - lo), T::zero());
+            let (k_rows, v_rows) = (&k[kv + lo * d..], &v[kv + lo * d..]);
+            block_probs(
+                &mut p,
+                &q_u[t0 * d..],
+                k_rows,
+                (qb, lo, hi),
+                t0,
+                &geo,
+                &mask[b],
+            );
+            mm(
+                (qb, d, hi - lo),
+                &mut o[t0 * d..t1 * d],
+                d,
+                false,
+                &p,
+                (hi - lo, 1),
+                v_rows,
+                (d, 1),
+            );
+        }
+    });
+    out
+}
+
+/// dq (like q) and dk, dv (contiguous [B, KVH, S, D]).
+fn backward<T: Float>(
+    q: &[T],
+    k: &[T],
+    v: &[T],
+    dout: &[T],
+    geo: Geom,
+    mask: &[Vec<u32>],
+) -> (Vec<T>, Vec<T>, Vec<T>) {
+    let (t, s, d) = (geo.t, geo.s, geo.d);
+    let firsts = first_real(mask);
+    let mut dq = vec![T::zero(); q.len()];
+    // Each query head accumulates its own dk/dv over its key/value head; they are summed after.
+    let partial: Vec<(Vec<T>, Vec<T>)> = dq
+        .par_chunks_mut(t * d)
+        .enumerate()
+        .map(|(u, dq_u)| {
+            let (b, h) = (u / (geo.h * geo.g), (u / geo.g) % geo.h);
+            let q_u = &q[u * t * d..(u + 1) * t * d];
+            let do_u = &dout[u * t * d..(u + 1) * t * d];
+            let kv = geo.kv_offset(b, h);
+            let mut dk = vec![T::zero(); s * d];
+            let mut dv = vec![T::zero(); s * d];
+            let (mut p, mut ds) = (Vec::new(), Vec::new());
+            for t0 in (0..t).step_by(QB) {
+                let t1 = (t0 + QB).min(t);
+                let (lo, hi) = key_range(firsts[b], t1, &geo);
+                if lo == hi {
+                    continue;
+                }
+                let (qb, kn) = (t1 - t0, hi - lo);
+                p.resize(qb * kn, T::zero());
+                ds.resize(qb * kn, T::zero());
+                let (k_rows, v_rows) = (&k[kv + lo * d..], &v[kv + lo * d..]);
+                let (q_b, do_b) = (&q_u[t0 * d..t1 * d], &do_u[t0 * d..t1 * d]);
+                block_probs(&mut p, q_b, k_rows, (qb, lo, hi), t0, &geo, &mask[b]);
+                // dP = dO V^T, then dS = P (dP - rowsum(P dP)).
+                mm(
+                    (qb, kn, d),
+                    &mut ds,
+                    kn,
+                    false,
+                    do_b,
+                    (d, 1),
+                    v_rows,
+                    (1, d),
+                );
+                for i in 0..qb {
+                    let (pr, dr) = (&p[i * kn..(i + 1) * kn], &mut ds[i * kn..(i + 1) * kn]);
+                    let di: T = pr.iter().zip(dr.iter()).map(|(&a, &b)| a * b).sum();
+                    for (x, &pp) in dr.iter_mut().zip(pr) {
+                        *x = pp * (*x - di);
+                    }
+                }
+                mm(
+                    (qb, d, kn),
+                    &mut dq_u[t0 * d..t1 * d],
+                    d,
+                    false,
+                    &ds,
+                    (kn, 1),
+                    k_rows,
+                    (d, 1),
+                );
+                mm(
+                    (kn, d, qb),
+                    &mut dk[lo * d..hi * d],
+                    d,
+                    true,
+                    &ds,
+                    (1, kn),
+                    q_b,
+                    (d, 1),
+                );
+                mm(
+                    (kn, d, qb),
+                    &mut dv[lo * d..hi * d],
+                    d,
+                    true,
+                    &p,
+                    (1, kn),
+                    do_b,
+                    (d, 1),
+                );
+            }
+            (dk, dv)
+        })
+        .collect();
+    let n_kv = partial.len() / geo.g.max(1);
+    let mut dk = vec![T::zero(); n_kv * s * d];
+    let mut dv = vec![T::zero(); n_kv * s * d];
+    dk.par_chunks_mut(s * d)
+        .zip(dv.par_chunks_mut(s * d))
+        .enumerate()
+        .for_each(|(kvu, (dk_u, dv_u))| {
+            for (pk, pv) in &partial[kvu * geo.g..(kvu + 1) * geo.g] {
+                dk_u.iter_mut().zip(pk).for_each(|(a, &b)| *a += b);
+                dv_u.iter_mut().zip(pv).for_each(|(a, &b)| *a += b);
+            }
+        });
+    (dq, dk, dv)
+}
+
+impl Attention {
+    fn geom(&self, q: &Layout, k: &Layout) -> Result<Geom> {
+        let &[_, h, rows, d] = q.dims() else {
+            bail!("attention: q must be 4-d")
+        };
+        let s = k.dims()[2];
+        let t = s - self.past;
+        let st = k.stride();
+        Ok(Geom {
+            h,
+            g: rows / t,
+            t,
+            s,
+            d,
+            past: self.past,
+            kv_start: k.start_offset(),
+            kv_sb: st[0],
+            kv_sh: st[1],
+        })
+    }
+}
+
+fn kv_slice<T: WithDType>(s: &CpuStorage) -> Result<&[T]> {
+    T::cpu_storage_as_slice(s)
+}
+
+impl CustomOp3 for Attention {
+    fn name(&self) -> &'static str {
+        "quester-causal-attention"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+        s3: &CpuStorage,
+        l3: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        if l2.stride() != l3.stride() || l2.start_offset() != l3.start_offset() {
+            bail!("attention: k and v must share a layout");
+        }
+        let geo = self.geom(l1, l2)?;
+        let out = match s1 {
+            CpuStorage::F32(_) => CpuStorage::F32(forward(
+                contiguous::<f32>(s1, l1)?,
+                kv_slice::<f32>(s2)?,
+                kv_slice::<f32>(s3)?,
+                geo,
+                &self.mask,
+            )),
+            CpuStorage::F64(_) => CpuStorage::F64(forward(
+                contiguous::<f64>(s1, l1)?,
+                kv_slice::<f64>(s2)?,
+                kv_slice::<f64>(s3)?,
+                geo,
+                &self.mask,
+            )),
+            _ => bail!("attention: f32 or f64 expected"),
+        };
+        Ok((out, l1.shape().clone()))
+    }
+
+    fn bwd(
+        &self,
+        q: &Tensor,
+        k: &Tensor,
+        v: &Tensor,
+        _res: &Tensor,
+        grad: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+        let (k, v) = (k.contiguous()?, v.contiguous()?);
+        let geo = self.geom(q.layout(), k.layout())?;
+        let dev = q.device();
+        macro_rules! run {
+            ($t:ty) => {{
+                let host = |x: &Tensor| x.flatten_all()?.to_vec1::<$t>();
+                let (dq, dk, dv) = backward(
+                    &host(q)?,
+                    &host(&k)?,
+                    &host(&v)?,
+                    &host(grad)?,
+                    geo,
+                    &self.mask,
+                );
+                (
+                    Tensor::from_vec(dq, q.shape(), dev)?,
+                    Tensor::from_vec(dk, k.shape(), dev)?,
+                    Tensor::from_vec(dv, v.shape(), dev)?,
+                )
+            }};
+        }
+        let (dq, dk, dv) = match q.dtype() {
+            candle_core::DType::F32 => run!(f32),
+            candle_core::DType::F64 => run!(f64),
+            other => bail!("attention backward: f32 or f64 expected, got {other:?}"),
+        };
+        Ok((Some(dq), Some(dk), Some(dv)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gradcheck::check_gradients;
+    use crate::ops::softmax_last_dim;
+    use candle_core::{DType, Device};
+
+    /// The unfused reference: scores, additive -1e9 bias, softmax, weighted sum.
+    fn reference(q: &Tensor, k: &Tensor, v: &Tensor, mask: &[Vec<u32>], past: usize) -> Tensor {
+        let (b, h, rows, _) = q.dims4().unwrap();
+        let s = k.dim(2).unwrap();
+        let t = s - past;
+        let g = rows / t;
+        let mut bias = vec![-1e9f64; b * t * s];
+        for (bi, m) in mask.iter().enumerate() {
+            for qi in 0..t {
+                for j in 0..=past + qi {
+                    if m[j] != 0 {
+                        bias[(bi * t + qi) * s + j] = 0.0;
+                    }
+                }
+            }
+        }
+        let bias = Tensor::from_vec(bias, (b, 1, 1, t, s), &Device::Cpu)
+            .unwrap()
+            .to_dtype(q.dtype())
+            .unwrap();
+        let scores = q
+            .matmul(&k.t().unwrap())
+            .unwrap()
+            .reshape((b, h, g, t, s))
+            .unwrap();
+        let p = softmax_last_dim(&scores.broadcast_add(&bias).unwrap())
+            .unwrap()
+            .reshape((b, h, rows, s))
+            .unwrap();
+        p.matmul(v).unwrap()
+    }
+
+    fn rand(shape: (usize, usize, usize, usize), dt: DType) -> Tensor {
+        Tensor::randn(0f64, 1.0, shape, &Device::Cpu)
+            .unwrap()
+            .to_dtype(dt)
+            .unwrap()
+    }
+
+    /// Rows whose query is real (the reference gives padded query rows a uniform average).
+    fn real_rows(x: &Tensor, mask: &[Vec<u32>], past: usize) -> Vec<f64> {
+        let (_, h, rows, d) = x.dims4().unwrap();
+        let s = mask[0].len();
+        let t = s - past;
+        let x: Vec<f64> = x
+            .to_dtype(DType::F64)
+            .unwrap()
+            .flatten_all()
+            .unwrap()
+            .to_vec1()
+            .unwrap();
+        let mut out = Vec::new();
+        for (b, m) in mask.iter().enumerate() {
+            for r in 0..h * rows {
+                if m[past + r % t] != 0 {
+                    let o = (b * h * rows + r) * d;
+                    out.extend_from_slice(&x[o..o + d]);
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn matches_the_unfused_reference_with_padding_and_a_cache() {
+        // Left padding in row 0, right padding in row 1, 70 query rows so blocks are ragged.
+        for &(t, past) in &[(70usize, 0usize), (1, 9), (5, 4)] {
+            let s = past + t;
+            let mut m0 = vec![1u32; s];
+            m0[..3].iter_mut().for_each(|x| *x = 0);
+            let mut m1 = vec![1u32; s];
+            m1[s - 2..].iter_mut().for_each(|x| *x = 0);
+            let mask = vec![m0, m1];
+            let q = rand((2, 2, 3 * t, 8), DType::F32);
+            let k = rand((2, 2, s, 8), DType::F32);
+            let v = rand((2, 2, s, 8), DType::F32);
+            let ours = causal_attention(&q, &k, &v, &mask, past).unwrap();
+            let want = reference(&q, &k, &v, &mask, past);
+            let (a, b) = (real_rows(&ours, &mask, past), real_rows(&want, &mask, past));
+            assert_eq!(a.len(), b.len());
+            let err = a
+                .iter()
+                .zip(&b)
+                .map(|(x, y)| (x - y).abs())
+                .fold(0.0, f64::max);
+            assert!(err < 1e-5, "t {t} past {past}: max error {err}");
+        }
+    }
+
+    #[test]
+    fn reads_a_cache_narrowed_along_keys() {
+        let cache_k = rand((1, 2, 16, 4), DType::F32);
+        let cache_v = rand((1, 2, 16, 4), DType::F32);
+        let (k, v) = (
+            cache_k.narrow(2, 0, 6).unwrap(),
+            cache_v.narrow(2, 0, 6).unwrap(),
+        );
+        let q = rand((1, 2, 2, 4), DType::F32);
+        let mask = vec![vec![1u32; 6]];
+        let ours = causal_attention(&q, &k, &v, &mask, 4).unwrap();
+        let want = reference(
+            &q,
+            &k.contiguous().unwrap(),
+            &v.contiguous().unwrap(),
+            &mask,
+            4,
+        );
+        let d = (ours - want)
+            .unwrap()
+            .abs()
+            .unwrap()
+            .max_all()
+            .unwrap()
+            .to_scalar::<f32>()
+            .unwrap();
+        assert!(d < 1e-5, "{d}");
+    }
+
+    #[test]
+    fn gradients_match_finite_differences() {
+        let mut m0 = vec![1u32; 7];
+        m0[0] = 0;
+        let mask = vec![m0, vec![1; 7]];
+        let q = rand((2, 1, 14, 3), DType::F64);
+        let k = rand((2, 1, 7, 3), DType::F64);
+        let v = rand((2, 1, 7, 3), DType::F64);
+        let proj = rand((2, 1, 14, 3), DType::F64);
+        check_gradients(
+            &[q, k, v],
+            |x| (causal_attention(&x[0], &x[1], &x[2], &mask, 0)? * &proj)?.sum_all(),
+            1e-6,
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn bad_shapes_are_errors() {
+        let q = rand((1, 1, 4, 2), DType::F32);
+        let k = rand((1, 1, 3, 2), DType::F32);
+        assert!(causal_attention(&q, &k, &k, &[vec![1; 3]], 0).is_err());
+        let k = rand((1, 1, 4, 2), DType::F32);
+        assert!(causal_attention(&q, &k, &k, &[vec![1; 3]], 0).is_err());
+    }
+}

@@ -1,0 +1,150 @@
+//! `x W^T` for a frozen weight: the backward pass gives x its gradient and nothing else.
+//!
+//! candle's matmul backward always computes the gradient of both operands, even when one is a
+//! detached constant. Under LoRA every base projection and the output head are constants, so
+//! that is one wasted weight-sized matmul per projection (a third of the backward FLOPs) plus a
+//! weight-sized gradient buffer each.
+
+use super::gemm::mm_scaled;
+use super::Float;
+use candle_core::{bail, CpuStorage, CustomOp1, Layout, Result, Shape, Storage, Tensor};
+
+/// `x` [..., in] times the transpose of the frozen `w` [out, in]; differentiable in `x` only.
+pub fn frozen_matmul(x: &Tensor, w: &Tensor) -> Result<Tensor> {
+    let (out, inp) = w.dims2()?;
+    let dims = x.dims().to_vec();
+    if dims.last() != Some(&inp) {
+        bail!("frozen matmul: x {:?} does not end in {inp}", x.dims());
+    }
+    let rows = x.elem_count() / inp.max(1);
+    let y = x
+        .reshape((rows, inp))?
+        .contiguous()?
+        .apply_op1(FrozenMatmul {
+            w: w.detach().contiguous()?,
+        })?;
+    let mut out_dims = dims;
+    if let Some(last) = out_dims.last_mut() {
+        *last = out;
+    }
+    y.reshape(out_dims)
+}
+
+struct FrozenMatmul {
+    w: Tensor,
+}
+
+/// y [rows, out] = x [rows, inp] . W^T for W [out, inp], both row-major: dot products for the
+/// few rows of decoding, gemm otherwise.
+pub(crate) fn x_wt<T: Float>(x: &[T], w: &[T], rows: usize, inp: usize, out: usize) -> Vec<T> {
+    if rows <= super::gemv::MAX_ROWS {
+        return super::gemv::small_rows_matmul(x, w, rows, inp, out);
+    }
+    let mut y = vec![T::zero(); rows * out];
+    if inp > 0 {
+        // y [rows, out] = x [rows, inp] . W^T (W [out, inp] read as its transpose).
+        mm_scaled(
+            (rows, out, inp),
+            &mut y,
+            out,
+            false,
+            T::one(),
+            (x, (inp, 1)),
+            (w, (1, inp)),
+            true,
+        );
+    }
+    y
+}
+
+impl CustomOp1 for FrozenMatmul {
+    fn name(&self) -> &'static str {
+        "quester-frozen-matmul"
+    }
+
+    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
+        let (rows, inp) = l.shape().dims2()?;
+        let (out, w_in) = self.w.dims2()?;
+        if w_in != inp {
+            bail!("frozen matmul: {inp} inputs against a weight of {w_in}");
+        }
+        let (ws, wl) = self.w.storage_and_layout();
+        let Storage::Cpu(ws) = &*ws else {
+            bail!("frozen matmul: the weight must be on the CPU")
+        };
+        let y = match s {
+            CpuStorage::F32(_) => CpuStorage::F32(x_wt(
+                super::contiguous::<f32>(s, l)?,
+                super::contiguous::<f32>(ws, wl)?,
+                rows,
+                inp,
+                out,
+            )),
+            CpuStorage::F64(_) => CpuStorage::F64(x_wt(
+                super::contiguous::<f64>(s, l)?,
+                super::contiguous::<f64>(ws, wl)?,
+                rows,
+                inp,
+                out,
+            )),
+            _ => bail!("frozen matmul: f32 or f64 expected"),
+        };
+        Ok((y, Shape::from((rows, out))))
+    }
+
+    fn bwd(&self, _x: &Tensor, _res: &Tensor, grad: &Tensor) -> Result<Option<Tensor>> {
+        Ok(Some(grad.matmul(&self.w)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gradcheck::check_gradients;
+    use candle_core::{DType, Device, Var};
+
+    #[test]
+    fn equals_matmul_and_leaves_the_weight_without_gradient() {
+        let dev = Device::Cpu;
+        let w = Var::randn(0f32, 1.0, (70, 300), &dev).unwrap();
+        // 10 rows take the decoding (dot-product) path, 40 rows the gemm path.
+        for rows in [5, 20] {
+            let x = Tensor::randn(0f32, 1.0, (2, rows, 300), &dev).unwrap();
+            let ours = frozen_matmul(&x, w.as_tensor()).unwrap();
+            let want = x.broadcast_matmul(&w.as_tensor().t().unwrap()).unwrap();
+            let err = (ours - want)
+                .unwrap()
+                .abs()
+                .unwrap()
+                .max_all()
+                .unwrap()
+                .to_scalar::<f32>()
+                .unwrap();
+            assert!(err < 1e-3, "{rows}: {err}");
+        }
+        let x = Tensor::randn(0f32, 1.0, (2, 5, 300), &dev).unwrap();
+        let xv = Var::from_tensor(&x).unwrap();
+        let grads = frozen_matmul(xv.as_tensor(), w.as_tensor())
+            .unwrap()
+            .sum_all()
+            .unwrap()
+            .backward()
+            .unwrap();
+        assert!(grads.get(w.as_tensor()).is_none());
+        assert!(grads.get(xv.as_tensor()).is_some());
+    }
+
+    #[test]
+    fn gradient_matches_finite_differences() {
+        let dev = Device::Cpu;
+        let w = Tensor::randn(0f64, 1.0, (4, 6), &dev).unwrap();
+        let x = Tensor::randn(0f64, 1.0, (3, 6), &dev).unwrap();
+        let proj = Tensor::randn(0f64, 1.0, (3, 4), &dev).unwrap();
+        check_gradients(
+            &[x.to_dtype(DType::F64).unwrap()],
+            |v| (frozen_matmul(&v[0], &w)? * &proj)?.sum_all(),
+            1e-6,
+        )
+        .unwrap();
+    }
+}

@@ -1,0 +1,227 @@
+//! A LoRA projection as one op: `y = x W^T (+ bias) + scale (x A^T) B^T` with W and the bias
+//! frozen.
+//!
+//! Written with candle ops, the adapter costs three [rows, out] tensors per projection kept for
+//! the backward pass (the low-rank product, its scaled copy, the sum) and a wasted weight-sized
+//! gradient of W; under LoRA that was more memory than the base model's own activations. Here
+//! the graph keeps only x, A and B; the backward pass recomputes the rank-r `x A^T`.
+
+use super::gemm::mm_scaled;
+use super::{contiguous, Float};
+use candle_core::{bail, CpuStorage, CustomOp3, Layout, Result, Shape, Storage, Tensor};
+
+/// `x` [rows, in], frozen `w` [out, in] and `bias` [out], adapter `a` [r, in] and `b` [out, r].
+/// Differentiable in x, a and b.
+pub fn lora_linear(
+    x: &Tensor,
+    w: &Tensor,
+    bias: Option<&Tensor>,
+    a: &Tensor,
+    b: &Tensor,
+    scale: f64,
+) -> Result<Tensor> {
+    let (_, inp) = x.dims2()?;
+    let (out, w_in) = w.dims2()?;
+    let (r, a_in) = a.dims2()?;
+    if w_in != inp || a_in != inp || b.dims2()? != (out, r) {
+        bail!(
+            "lora linear: x {:?}, w {:?}, a {:?}, b {:?} do not match",
+            x.dims(),
+            w.dims(),
+            a.dims(),
+            b.dims()
+        );
+    }
+    if bias.is_some_and(|t| t.dims() != [out]) {
+        bail!("lora linear: bias must be [{out}]");
+    }
+    let op = LoraLinear {
+        w: w.detach().contiguous()?,
+        bias: bias.map(|t| t.detach().contiguous()).transpose()?,
+        scale,
+    };
+    x.contiguous()?
+        .apply_op3(&a.contiguous()?, &b.contiguous()?, op)
+}
+
+struct LoraLinear {
+    w: Tensor,
+    bias: Option<Tensor>,
+    scale: f64,
+}
+
+fn host<'a, T: Float>(t: &Tensor, guard: &'a Storage) -> Result<&'a [T]> {
+    let Storage::Cpu(s) = guard else {
+        bail!("lora linear: CPU tensors expected")
+    };
+    contiguous::<T>(s, t.layout())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run<T: Float>(
+    x: &[T],
+    a: &[T],
+    b: &[T],
+    w: &[T],
+    bias: Option<&[T]>,
+    (rows, inp, out, r): (usize, usize, usize, usize),
+    scale: f64,
+) -> Vec<T> {
+    let mut y = super::frozen_matmul::x_wt(x, w, rows, inp, out);
+    if let Some(bias) = bias {
+        for row in y.chunks_mut(out) {
+            row.iter_mut().zip(bias).for_each(|(v, &c)| *v += c);
+        }
+    }
+    let mut u = vec![T::zero(); rows * r];
+    mm_scaled(
+        (rows, r, inp),
+        &mut u,
+        r,
+        false,
+        T::one(),
+        (x, (inp, 1)),
+        (a, (1, inp)),
+        true,
+    );
+    mm_scaled(
+        (rows, out, r),
+        &mut y,
+        out,
+        true,
+        T::from_f64(scale),
+        (&u, (r, 1)),
+        (b, (1, r)),
+        true,
+    );
+    y
+}
+
+impl CustomOp3 for LoraLinear {
+    fn name(&self) -> &'static str {
+        "quester-lora-linear"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+        s3: &CpuStorage,
+        l3: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        let (rows, inp) = l1.shape().dims2()?;
+        let (r, _) = l2.shape().dims2()?;
+        let (out, _) = l3.shape().dims2()?;
+        let dims = (rows, inp, out, r);
+        let (wg, _) = self.w.storage_and_layout();
+        let bg = self.bias.as_ref().map(|t| t.storage_and_layout());
+        macro_rules! go {
+            ($t:ty, $variant:ident) => {{
+                let bias = match (&self.bias, &bg) {
+                    (Some(t), Some((g, _))) => Some(host::<$t>(t, g)?),
+                    _ => None,
+                };
+                CpuStorage::$variant(run(
+                    contiguous::<$t>(s1, l1)?,
+                    contiguous::<$t>(s2, l2)?,
+                    contiguous::<$t>(s3, l3)?,
+                    host::<$t>(&self.w, &wg)?,
+                    bias,
+                    dims,
+                    self.scale,
+                ))
+            }};
+        }
+        let y = match s1 {
+            CpuStorage::F32(_) => go!(f32, F32),
+            CpuStorage::F64(_) => go!(f64, F64),
+            _ => bail!("lora linear: f32 or f64 expected"),
+        };
+        Ok((y, Shape::from((rows, out))))
+    }
+
+    fn bwd(
+        &self,
+        x: &Tensor,
+        a: &Tensor,
+        b: &Tensor,
+        _res: &Tensor,
+        grad: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+        let (x, a, b) = (x.detach(), a.detach(), b.detach());
+        let g = grad.detach().contiguous()?;
+        let s = self.scale;
+        let gb = g.matmul(&b)?; // [rows, r]
+        let dx = (g.matmul(&self.w)? + (gb.matmul(&a)? * s)?)?;
+        let u = x.matmul(&a.t()?)?; // recomputed [rows, r]
+        let da = (gb.t()?.matmul(&x)? * s)?;
+        let db = (g.t()?.matmul(&u)? * s)?;
+        Ok((Some(dx), Some(da), Some(db)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gradcheck::check_gradients;
+    use candle_core::{DType, Device};
+
+    fn randn(shape: (usize, usize)) -> Tensor {
+        Tensor::randn(0f64, 1.0, shape, &Device::Cpu).unwrap()
+    }
+
+    fn unfused(x: &Tensor, w: &Tensor, bias: &Tensor, a: &Tensor, b: &Tensor, s: f64) -> Tensor {
+        let y = x.matmul(&w.t().unwrap()).unwrap();
+        let y = y.broadcast_add(bias).unwrap();
+        let d = x
+            .matmul(&a.t().unwrap())
+            .unwrap()
+            .matmul(&b.t().unwrap())
+            .unwrap();
+        (y + (d * s).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn equals_the_unfused_expression() {
+        let (x, w, bias, a, b) = (
+            randn((37, 70)),
+            randn((50, 70)),
+            Tensor::randn(0f64, 1.0, 50, &Device::Cpu).unwrap(),
+            randn((4, 70)),
+            randn((50, 4)),
+        );
+        for dt in [DType::F32, DType::F64] {
+            let c = |t: &Tensor| t.to_dtype(dt).unwrap();
+            let ours = lora_linear(&c(&x), &c(&w), Some(&c(&bias)), &c(&a), &c(&b), 2.0).unwrap();
+            let want = unfused(&c(&x), &c(&w), &c(&bias), &c(&a), &c(&b), 2.0);
+            let err = (ours - want)
+                .unwrap()
+                .abs()
+                .unwrap()
+                .max_all()
+                .unwrap()
+                .to_dtype(DType::F64)
+                .unwrap()
+                .to_scalar::<f64>()
+                .unwrap();
+            assert!(err < 1e-3, "{dt:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn gradients_match_finite_differences() {
+        let (w, bias) = (
+            randn((5, 6)),
+            Tensor::randn(0f64, 1.0, 5, &Device::Cpu).unwrap(),
+        );
+        let proj = randn((3, 5));
+        check_gradients(
+            &[randn((3, 6)), randn((2, 6)), randn((5, 2))],
+            |v| (lora_linear(&v[0], &w, Some(&bias), &v[1], &v[2], 1.5)? * &proj)?.sum_all(),
+            1e-6,
+        )
+        .unwrap();
+    }
+}
