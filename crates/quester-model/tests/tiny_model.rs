@@ -99,6 +99,16 @@ fn lora_starts_as_identity_and_trains_only_adapters() {
         .to_vec2()
         .unwrap();
     assert!((changed[0][3] - before[0][3] as f64).abs() > 1e-4);
+    // Without its adapters the model is the base model again (the KL reference under LoRA).
+    let base: Vec<Vec<f64>> = model
+        .without_lora()
+        .token_logprobs(&ids, &mask, 1)
+        .unwrap()
+        .to_vec2()
+        .unwrap();
+    for (b, a) in base.iter().flatten().zip(before.iter().flatten()) {
+        assert!((b - f64::from(*a)).abs() < 1e-4, "{b} vs {a}");
+    }
     let weights = Tensor::randn(0f64, 1.0, (3, 6), &Device::Cpu).unwrap();
     let loss = || {
         (model

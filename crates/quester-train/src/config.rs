@@ -183,6 +183,11 @@ pub struct AlgorithmSection {
     pub clip_high: f64,
     pub dual_clip: f64,
     pub entropy_coef: f64,
+    /// Weight of the KL penalty to the reference model (the base model under LoRA, the initial
+    /// weights in a full fine-tune); 0 = off, and no reference pass is run.
+    pub kl_coef: f64,
+    /// KL estimator from the sampled token: k1 | k3 (low variance, verl's `low_var_kl`).
+    pub kl_estimator: quester_algos::KlEstimator,
 }
 
 impl Default for AlgorithmSection {
@@ -204,6 +209,8 @@ impl Default for AlgorithmSection {
             clip_high: 0.2,
             dual_clip: 3.0,
             entropy_coef: 0.001,
+            kl_coef: 0.0,
+            kl_estimator: quester_algos::KlEstimator::K3,
         }
     }
 }
@@ -374,6 +381,9 @@ impl TrainConfig {
         }
         if a.dual_clip <= 1.0 {
             return bad("algorithm.dual_clip", "must be > 1");
+        }
+        if !(a.kl_coef >= 0.0 && a.kl_coef.is_finite()) {
+            return bad("algorithm.kl_coef", "must be >= 0 (0 = off)");
         }
         let r = &self.rollout;
         if r.tasks_per_step == 0 || r.group_size == 0 {

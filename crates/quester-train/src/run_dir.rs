@@ -27,6 +27,7 @@ pub const CSV_COLUMNS: &[&str] = &[
     "loss",
     "grad_norm",
     "entropy",
+    "kl",
     "adv_abs_mean",
     "updates",
     "skipped_updates",

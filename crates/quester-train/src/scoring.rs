@@ -64,42 +64,52 @@ pub fn loss_config(a: &AlgorithmSection) -> PolicyLossConfig {
         clip_high: a.clip_high,
         dual_clip: a.dual_clip,
         entropy_coef: 0.0,
+        kl_coef: a.kl_coef,
+        kl_estimator: a.kl_estimator,
         ..PolicyLossConfig::default()
     }
 }
 
-/// The clipped PPO loss of a mini-batch and dL/dlogp, from the current log-probs. Non-finite
-/// inputs give a NaN loss, which makes the policy skip the update.
+/// The clipped PPO loss of a mini-batch (plus `kl_coef` times the KL to the reference when
+/// `ref_logp` is given) and dL/dlogp, from the current log-probs. Non-finite inputs give a NaN
+/// loss, which makes the policy skip the update. Also returns the aggregated KL estimate (0
+/// without a reference, NaN when the loss is not computable).
 pub fn ppo_loss(
     new_logp: &[Vec<f64>],
     old_logp: &[Vec<f64>],
+    ref_logp: Option<&[Vec<f64>]>,
     advantage: &[f64],
     cfg: &PolicyLossConfig,
-) -> LossValue {
+) -> (LossValue, f64) {
     let responses: Vec<ResponseTokens<'_>> = new_logp
         .iter()
         .zip(old_logp)
         .zip(advantage)
-        .map(|((n, o), &adv)| ResponseTokens {
+        .enumerate()
+        .map(|(i, ((n, o), &adv))| ResponseTokens {
             new_logp: n,
             old_logp: o,
-            ref_logp: None,
+            ref_logp: ref_logp.and_then(|r| r.get(i)).map(Vec::as_slice),
             entropy: None,
             advantage: adv,
             objective: TokenObjective::Clipped,
         })
         .collect();
     match quester_algos::policy_loss(&responses, cfg) {
-        Ok(l) => LossValue {
-            loss: l.loss,
-            dlogp: l.grad,
-        },
+        Ok(l) => (
+            LossValue {
+                loss: l.loss,
+                dlogp: l.grad,
+            },
+            l.stats.kl,
+        ),
         Err(e) => {
             tracing::warn!("policy loss not computable: {e}");
-            LossValue {
+            let lv = LossValue {
                 loss: f64::NAN,
                 dlogp: new_logp.iter().map(|v| vec![f64::NAN; v.len()]).collect(),
-            }
+            };
+            (lv, f64::NAN)
         }
     }
 }

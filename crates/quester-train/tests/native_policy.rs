@@ -223,3 +223,55 @@ fn given_current_logprobs_and_zero_advantage_sequences_train_exactly_the_same() 
         assert!((x - z).abs() < 1e-4, "{x} vs {z}");
     }
 }
+
+#[test]
+fn the_kl_reference_is_the_base_model_and_stays_frozen() {
+    let mut c = cfg();
+    c.algorithm.kl_coef = 0.1;
+    let mut pol = build_policy(&c).unwrap();
+    let reqs: Vec<GenRequest> = (0..2)
+        .map(|i| GenRequest {
+            messages: vec![ChatMessage::user(format!("Ref {i}"))],
+            seed: 20 + i,
+            response_prefix: String::new(),
+        })
+        .collect();
+    let params = SamplingParams {
+        temperature: 1.0,
+        top_p: 1.0,
+        top_k: 0,
+        max_tokens: 6,
+        stop: Vec::new(),
+    };
+    let gens = pol.generate(&reqs, &params).unwrap();
+    let seqs: Vec<TrainSeq<'_>> = gens
+        .iter()
+        .map(|g| TrainSeq {
+            prompt_ids: &g.prompt_ids,
+            response_ids: &g.response_ids,
+            current_logprobs: None,
+        })
+        .collect();
+    // Before any update (LoRA B = 0) the reference equals the policy.
+    let reference = pol.reference_logprobs(&seqs).unwrap().unwrap();
+    let current = current_logprobs(pol.as_mut(), &seqs);
+    for (r, c) in reference.iter().flatten().zip(current.iter().flatten()) {
+        assert!((r - c).abs() < 1e-5, "{r} vs {c}");
+    }
+    let mut seen = Vec::new();
+    pol.update(&seqs, &mut coef_loss(&mut seen), 0.0).unwrap();
+    // After it the policy moved and the reference did not.
+    let after_ref = pol.reference_logprobs(&seqs).unwrap().unwrap();
+    let after_cur = current_logprobs(pol.as_mut(), &seqs);
+    assert_eq!(after_ref, reference);
+    let moved = after_cur
+        .iter()
+        .flatten()
+        .zip(current.iter().flatten())
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f64::max);
+    assert!(moved > 1e-4, "the policy did not move: {moved}");
+    // Without a KL coefficient there is no reference pass at all.
+    let mut plain = build_policy(&cfg()).unwrap();
+    assert!(plain.reference_logprobs(&seqs).unwrap().is_none());
+}

@@ -92,3 +92,23 @@ fn grpo_raises_the_reward_and_solves_a_tiny_sokoban() {
     assert!(after > 0.9, "trained pass@1 {after}");
     assert!(late > early + 2.0, "reward {early} -> {late}");
 }
+
+#[test]
+fn a_kl_penalty_without_a_reference_model_is_a_clear_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let level = tmp.path().join("level.txt");
+    std::fs::write(&level, LEVEL).unwrap();
+    let mut cfg = config(&level, 1);
+    cfg.algorithm.kl_coef = 0.1;
+    cfg.eval.at_start = false;
+    let mut t = Trainer::new(
+        cfg.clone(),
+        build_policy(&cfg).unwrap(),
+        env_factory(&cfg),
+        &tmp.path().join("run"),
+        false,
+    )
+    .unwrap();
+    let e = t.run().unwrap_err().to_string();
+    assert!(e.contains("kl_coef") && e.contains("reference"), "{e}");
+}

@@ -267,6 +267,19 @@ impl Model {
         Ok(())
     }
 
+    /// The same model without its LoRA adapters, sharing the base weights (no copy): under LoRA
+    /// those never change, so this is the frozen reference of a KL penalty.
+    pub fn without_lora(&self) -> Self {
+        let mut m = self.clone();
+        for l in &mut m.layers {
+            for (_, lin) in l.projections_mut() {
+                lin.lora = None;
+            }
+        }
+        m.lora_attached = false;
+        m
+    }
+
     /// An independent copy (`clone()` shares the weight storage, since `Var`s are
     /// reference-counted; use this for a frozen reference model).
     pub fn deep_clone(&self) -> Result<Self> {

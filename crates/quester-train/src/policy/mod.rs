@@ -128,6 +128,15 @@ pub trait TrainablePolicy: Policy {
         entropy_coef: f64,
     ) -> Result<UpdateStats, TrainError>;
 
+    /// Log-probs of the responses under the frozen reference model (for the KL penalty), or
+    /// None when the policy has no reference.
+    fn reference_logprobs(
+        &mut self,
+        _batch: &[TrainSeq<'_>],
+    ) -> Result<Option<Vec<Vec<f64>>>, TrainError> {
+        Ok(None)
+    }
+
     /// Writes the weights and optimiser state into `dir` (which exists and is empty).
     fn save(&self, dir: &Path) -> Result<(), TrainError>;
 

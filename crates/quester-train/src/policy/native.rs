@@ -53,10 +53,54 @@ pub struct NativePolicy {
     template: ChatTemplate,
     pad_id: u32,
     micro_batch: usize,
+    /// The frozen reference of the KL penalty (only when `algorithm.kl_coef > 0`): the base
+    /// model under LoRA (its weights never change), a copy of the initial weights otherwise.
+    reference: Option<Model>,
 }
 
 fn err<E: std::fmt::Display>(e: E) -> TrainError {
     TrainError::Policy(e.to_string())
+}
+
+/// Prompt + response as a training sequence whose response tokens are the trained ones.
+fn train_sequence(s: &TrainSeq<'_>) -> TrainSequence {
+    let n = s.prompt_ids.len() + s.response_ids.len();
+    TrainSequence {
+        ids: s.prompt_ids.iter().chain(s.response_ids).copied().collect(),
+        trained: (0..n).map(|i| i >= s.prompt_ids.len()).collect(),
+        advantages: vec![0.0; n],
+        old_logprobs: vec![0.0; n],
+    }
+}
+
+/// Log-probs of every response of `keep` (built as `seqs`) under `model`, `mb` sequences at a
+/// time, with no autograd graph.
+fn detached_logprobs(
+    model: &Model,
+    seqs: &[TrainSequence],
+    keep: &[&TrainSeq<'_>],
+    pad_id: u32,
+    mb: usize,
+) -> Result<Vec<Vec<f64>>, TrainError> {
+    let mut out = Vec::with_capacity(keep.len());
+    for (chunk_keep, chunk_seqs) in keep.chunks(mb).zip(seqs.chunks(mb)) {
+        let tb = TrainBatch::from_sequences(chunk_seqs, pad_id, &Device::Cpu).map_err(err)?;
+        let lp = model
+            .token_logprobs_detached(&tb.input_ids, &tb.attention_mask, tb.targets_from)
+            .map_err(err)?
+            .to_vec2::<f32>()
+            .map_err(err)?;
+        for (b, s) in chunk_keep.iter().enumerate() {
+            let start = s.prompt_ids.len() - tb.targets_from;
+            out.push(
+                lp[b][start..start + s.response_ids.len()]
+                    .iter()
+                    .map(|&x| f64::from(x))
+                    .collect(),
+            );
+        }
+    }
+    Ok(out)
 }
 
 /// Builds the native model policy of a config.
@@ -77,6 +121,11 @@ pub fn build(cfg: &TrainConfig) -> Result<Box<dyn super::TrainablePolicy>, Train
             })
             .map_err(err)?;
     }
+    let reference = match (cfg.algorithm.kl_coef > 0.0, cfg.model.lora) {
+        (false, _) => None,
+        (true, true) => Some(model.without_lora()),
+        (true, false) => Some(model.deep_clone().map_err(err)?),
+    };
     let mut tcfg = TrainStepConfig {
         loss: LossKind::Coefficients,
         max_grad_norm: cfg.training.grad_clip,
@@ -92,6 +141,7 @@ pub fn build(cfg: &TrainConfig) -> Result<Box<dyn super::TrainablePolicy>, Train
         template: loaded.chat_template,
         pad_id,
         micro_batch: cfg.training.micro_batch.max(1),
+        reference,
     }))
 }
 
@@ -161,20 +211,7 @@ impl TrainablePolicy for NativePolicy {
             .iter()
             .filter(|s| !s.response_ids.is_empty())
             .collect();
-        let mut seqs: Vec<TrainSequence> = keep
-            .iter()
-            .map(|s| {
-                let n = s.prompt_ids.len() + s.response_ids.len();
-                let ids: Vec<u32> = s.prompt_ids.iter().chain(s.response_ids).copied().collect();
-                let trained: Vec<bool> = (0..n).map(|i| i >= s.prompt_ids.len()).collect();
-                TrainSequence {
-                    ids,
-                    trained,
-                    advantages: vec![0.0; n],
-                    old_logprobs: vec![0.0; n],
-                }
-            })
-            .collect();
+        let mut seqs: Vec<TrainSequence> = keep.iter().map(|s| train_sequence(s)).collect();
         if seqs.is_empty() {
             return Ok(UpdateStats::default());
         }
@@ -182,48 +219,21 @@ impl TrainablePolicy for NativePolicy {
         // computed micro-batch by micro-batch (one pass over the whole mini-batch would keep
         // every sequence's activations alive at once).
         let mb = self.micro_batch;
-        let mut new = Vec::with_capacity(keep.len());
-        let mut n_tokens = 0usize;
+        let n_tokens: usize = keep.iter().map(|s| s.response_ids.len()).sum();
         let given: Option<Vec<&[f32]>> = keep.iter().map(|s| s.current_logprobs).collect();
-        match given {
+        let new: Vec<Vec<f64>> = match given {
             Some(lps)
                 if lps
                     .iter()
                     .zip(&keep)
                     .all(|(l, s)| l.len() == s.response_ids.len()) =>
             {
-                n_tokens = keep.iter().map(|s| s.response_ids.len()).sum();
-                new.extend(
-                    lps.iter()
-                        .map(|l| l.iter().map(|&x| f64::from(x)).collect::<Vec<f64>>()),
-                );
+                lps.iter()
+                    .map(|l| l.iter().map(|&x| f64::from(x)).collect())
+                    .collect()
             }
-            _ => {
-                for (chunk_keep, chunk_seqs) in keep.chunks(mb).zip(seqs.chunks(mb)) {
-                    let tb = TrainBatch::from_sequences(chunk_seqs, self.pad_id, &Device::Cpu)
-                        .map_err(err)?;
-                    n_tokens += tb.n_tokens;
-                    // Values only: no graph (the gradient pass below runs its own forward).
-                    let lp = self
-                        .step
-                        .model()
-                        .0
-                        .token_logprobs_detached(&tb.input_ids, &tb.attention_mask, tb.targets_from)
-                        .map_err(err)?
-                        .to_vec2::<f32>()
-                        .map_err(err)?;
-                    for (b, s) in chunk_keep.iter().enumerate() {
-                        let start = s.prompt_ids.len() - tb.targets_from;
-                        new.push(
-                            lp[b][start..start + s.response_ids.len()]
-                                .iter()
-                                .map(|&x| f64::from(x))
-                                .collect::<Vec<f64>>(),
-                        );
-                    }
-                }
-            }
-        }
+            _ => detached_logprobs(&self.step.model().0, &seqs, &keep, self.pad_id, mb)?,
+        };
         // Sequences with no response keep their (empty) slot for the caller's alignment.
         let mut full = Vec::with_capacity(batch.len());
         let mut it = new.iter();
@@ -293,6 +303,35 @@ impl TrainablePolicy for NativePolicy {
             entropy: st.entropy,
             skipped_nonfinite: st.skipped_nan,
         })
+    }
+
+    fn reference_logprobs(
+        &mut self,
+        batch: &[TrainSeq<'_>],
+    ) -> Result<Option<Vec<Vec<f64>>>, TrainError> {
+        let Some(reference) = &self.reference else {
+            return Ok(None);
+        };
+        let keep: Vec<&TrainSeq<'_>> = batch
+            .iter()
+            .filter(|s| !s.response_ids.is_empty())
+            .collect();
+        let seqs: Vec<TrainSequence> = keep.iter().map(|s| train_sequence(s)).collect();
+        let mut scored =
+            detached_logprobs(reference, &seqs, &keep, self.pad_id, self.micro_batch)?.into_iter();
+        // One entry per sequence of the batch, empty for empty responses.
+        Ok(Some(
+            batch
+                .iter()
+                .map(|s| {
+                    if s.response_ids.is_empty() {
+                        Vec::new()
+                    } else {
+                        scored.next().unwrap_or_default()
+                    }
+                })
+                .collect(),
+        ))
     }
 
     fn save(&self, dir: &Path) -> Result<(), TrainError> {

@@ -269,10 +269,11 @@ impl<'a> Trainer<'a> {
 
         let t2 = Instant::now();
         let mut stats: Vec<UpdateStats> = Vec::new();
+        let mut kls: Vec<f64> = Vec::new();
         let mut skipped = 0usize;
         let advantages = match &adv {
             Ok(a) => {
-                stats = self.update(&samples, &a.advantage, step)?;
+                (stats, kls) = self.update(&samples, &a.advantage, step)?;
                 skipped += stats.iter().filter(|s| s.skipped_nonfinite).count();
                 Some(a.advantage.clone())
             }
@@ -293,6 +294,12 @@ impl<'a> Trainer<'a> {
             self.cfg.algorithm.num_attempts,
         );
         row.insert("skipped_updates".into(), json!(skipped));
+        if !kls.is_empty() {
+            row.insert(
+                "kl".into(),
+                json!(kls.iter().sum::<f64>() / kls.len() as f64),
+            );
+        }
         row.insert("time_rollout_s".into(), json!(t_rollout));
         row.insert("time_scoring_s".into(), json!(t_scoring));
         row.insert("time_training_s".into(), json!(t_training));
@@ -339,8 +346,10 @@ impl<'a> Trainer<'a> {
         samples: &[Sample],
         advantage: &[f64],
         step: usize,
-    ) -> Result<Vec<UpdateStats>, TrainError> {
+    ) -> Result<(Vec<UpdateStats>, Vec<f64>), TrainError> {
         let t = &self.cfg.training;
+        let kl_on = self.cfg.algorithm.kl_coef > 0.0;
+        let mut kls = Vec::new();
         let lcfg = scoring::loss_config(&self.cfg.algorithm);
         let entropy_coef = self.cfg.algorithm.entropy_coef;
         let mut stats = Vec::new();
@@ -370,11 +379,31 @@ impl<'a> Trainer<'a> {
                     .map(|&i| samples[i].logprobs.iter().map(|&x| f64::from(x)).collect())
                     .collect();
                 let adv: Vec<f64> = chunk.iter().map(|&i| advantage[i]).collect();
+                let reference = if kl_on {
+                    Some(self.policy.reference_logprobs(&seqs)?.ok_or_else(|| {
+                        TrainError::Policy(
+                            "algorithm.kl_coef > 0 needs a reference model, which this policy \
+                             does not have (set algorithm.kl_coef = 0)"
+                                .into(),
+                        )
+                    })?)
+                } else {
+                    None
+                };
+                let mut kl = f64::NAN;
                 let st = self.policy.update(
                     &seqs,
-                    &mut |new: &[Vec<f64>]| scoring::ppo_loss(new, &old, &adv, &lcfg),
+                    &mut |new: &[Vec<f64>]| {
+                        let (lv, k) =
+                            scoring::ppo_loss(new, &old, reference.as_deref(), &adv, &lcfg);
+                        kl = k;
+                        lv
+                    },
                     entropy_coef,
                 )?;
+                if kl_on {
+                    kls.push(kl);
+                }
                 if st.skipped_nonfinite {
                     tracing::warn!(
                         step,
@@ -386,7 +415,7 @@ impl<'a> Trainer<'a> {
                 stats.push(st);
             }
         }
-        Ok(stats)
+        Ok((stats, kls))
     }
 }
 
