@@ -160,13 +160,17 @@ fn coef_loss(seen: &mut Vec<Vec<f64>>) -> impl FnMut(&[Vec<f64>]) -> LossValue +
     }
 }
 
-#[test]
-fn given_current_logprobs_and_zero_advantage_sequences_train_exactly_the_same() {
-    let c = cfg();
-    let reqs: Vec<GenRequest> = (0..3)
+/// `n` untempered samples of at most 6 tokens for prompts "{tag} i", seeds from `seed0`.
+fn sample(
+    pol: &mut dyn quester_train::policy::TrainablePolicy,
+    tag: &str,
+    n: u64,
+    seed0: u64,
+) -> Vec<quester_train::policy::Generation> {
+    let reqs: Vec<GenRequest> = (0..n)
         .map(|i| GenRequest {
-            messages: vec![ChatMessage::user(format!("Hi {i}"))],
-            seed: 10 + i,
+            messages: vec![ChatMessage::user(format!("{tag} {i}"))],
+            seed: seed0 + i,
             response_prefix: String::new(),
         })
         .collect();
@@ -177,17 +181,26 @@ fn given_current_logprobs_and_zero_advantage_sequences_train_exactly_the_same() 
         max_tokens: 6,
         stop: Vec::new(),
     };
+    pol.generate(&reqs, &params).unwrap()
+}
+
+/// The generations as training sequences, with their behaviour log-probs given as current.
+fn train_seqs(gens: &[quester_train::policy::Generation], given: bool) -> Vec<TrainSeq<'_>> {
+    gens.iter()
+        .map(|g| TrainSeq {
+            prompt_ids: &g.prompt_ids,
+            response_ids: &g.response_ids,
+            current_logprobs: given.then_some(g.logprobs.as_slice()),
+        })
+        .collect()
+}
+
+#[test]
+fn given_current_logprobs_and_zero_advantage_sequences_train_exactly_the_same() {
+    let c = cfg();
     let mut scored = build_policy(&c).unwrap();
-    let gens = scored.generate(&reqs, &params).unwrap();
-    let seqs = |given: bool| -> Vec<TrainSeq<'_>> {
-        gens.iter()
-            .map(|g| TrainSeq {
-                prompt_ids: &g.prompt_ids,
-                response_ids: &g.response_ids,
-                current_logprobs: given.then_some(g.logprobs.as_slice()),
-            })
-            .collect()
-    };
+    let gens = sample(scored.as_mut(), "Hi", 3, 10);
+    let seqs = |given: bool| train_seqs(&gens, given);
     let (mut seen_scored, mut seen_given) = (Vec::new(), Vec::new());
     scored
         .update(&seqs(false), &mut coef_loss(&mut seen_scored), 0.0)
@@ -229,29 +242,8 @@ fn the_kl_reference_is_the_base_model_and_stays_frozen() {
     let mut c = cfg();
     c.algorithm.kl_coef = 0.1;
     let mut pol = build_policy(&c).unwrap();
-    let reqs: Vec<GenRequest> = (0..2)
-        .map(|i| GenRequest {
-            messages: vec![ChatMessage::user(format!("Ref {i}"))],
-            seed: 20 + i,
-            response_prefix: String::new(),
-        })
-        .collect();
-    let params = SamplingParams {
-        temperature: 1.0,
-        top_p: 1.0,
-        top_k: 0,
-        max_tokens: 6,
-        stop: Vec::new(),
-    };
-    let gens = pol.generate(&reqs, &params).unwrap();
-    let seqs: Vec<TrainSeq<'_>> = gens
-        .iter()
-        .map(|g| TrainSeq {
-            prompt_ids: &g.prompt_ids,
-            response_ids: &g.response_ids,
-            current_logprobs: None,
-        })
-        .collect();
+    let gens = sample(pol.as_mut(), "Ref", 2, 20);
+    let seqs = train_seqs(&gens, false);
     // Before any update (LoRA B = 0) the reference equals the policy.
     let reference = pol.reference_logprobs(&seqs).unwrap().unwrap();
     let current = current_logprobs(pol.as_mut(), &seqs);
