@@ -164,14 +164,13 @@ impl Model {
         }
     }
 
-    /// Logits of hidden rows [N, hidden]; under LoRA the frozen head gets no gradient work.
+    /// Logits of hidden rows [N, hidden]. The head is trained only in a full fine-tune; otherwise
+    /// it is a frozen matrix (no gradient work, and the few rows of decoding read it once).
     fn head_logits(&self, h: &Tensor, grad: bool) -> Result<Tensor> {
         if grad && !self.lora_attached {
             Ok(h.matmul(&self.head(true).t()?)?)
-        } else if grad {
-            Ok(frozen_matmul(h, &self.head(false))?)
         } else {
-            Ok(h.matmul(&self.head(false).t()?)?)
+            Ok(frozen_matmul(h, &self.head(false))?)
         }
     }
 
@@ -308,7 +307,7 @@ impl Model {
         let last = h
             .narrow(1, t - 1, 1)?
             .reshape((b, self.config.hidden_size))?;
-        Ok(frozen_matmul(&last, &self.head(false))?)
+        self.head_logits(&last, false)
     }
 
     /// A KV cache sized for this model.

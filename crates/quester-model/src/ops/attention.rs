@@ -337,23 +337,13 @@ impl CustomOp3 for Attention {
             bail!("attention: k and v must share a layout");
         }
         let geo = self.geom(l1, l2)?;
-        let out = match s1 {
-            CpuStorage::F32(_) => CpuStorage::F32(forward(
-                contiguous::<f32>(s1, l1)?,
-                kv_slice::<f32>(s2)?,
-                kv_slice::<f32>(s3)?,
-                geo,
-                &self.mask,
-            )),
-            CpuStorage::F64(_) => CpuStorage::F64(forward(
-                contiguous::<f64>(s1, l1)?,
-                kv_slice::<f64>(s2)?,
-                kv_slice::<f64>(s3)?,
-                geo,
-                &self.mask,
-            )),
-            _ => bail!("attention: f32 or f64 expected"),
-        };
+        let out = by_float!(s1, "attention", |T| forward(
+            contiguous::<T>(s1, l1)?,
+            kv_slice::<T>(s2)?,
+            kv_slice::<T>(s3)?,
+            geo,
+            &self.mask,
+        ));
         Ok((out, l1.shape().clone()))
     }
 

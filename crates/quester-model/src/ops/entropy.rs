@@ -3,7 +3,7 @@
 //! log-prob gather it never materialises the probability matrix.
 
 use super::{contiguous, Float, PAR_MIN};
-use candle_core::{bail, CpuStorage, CustomOp1, CustomOp2, Layout, Result, Shape, Tensor};
+use candle_core::{CpuStorage, CustomOp1, CustomOp2, Layout, Result, Shape, Tensor};
 use rayon::prelude::*;
 
 /// For logits [N, V] returns [N]: the entropy (nats) of `softmax(logits[n])`. Differentiable.
@@ -65,11 +65,7 @@ impl CustomOp1 for SoftmaxEntropy {
 
     fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
         let (n, v) = l.shape().dims2()?;
-        let out = match s {
-            CpuStorage::F32(_) => CpuStorage::F32(fwd(contiguous::<f32>(s, l)?, v)),
-            CpuStorage::F64(_) => CpuStorage::F64(fwd(contiguous::<f64>(s, l)?, v)),
-            _ => bail!("softmax_entropy: f32 or f64 expected"),
-        };
+        let out = by_float!(s, "softmax_entropy", |T| fwd(contiguous::<T>(s, l)?, v));
         Ok((out, Shape::from(n)))
     }
 
@@ -94,19 +90,11 @@ impl CustomOp2 for SoftmaxEntropyBwd {
         l2: &Layout,
     ) -> Result<(CpuStorage, Shape)> {
         let (_, v) = l1.shape().dims2()?;
-        let out = match (s1, s2) {
-            (CpuStorage::F32(_), CpuStorage::F32(_)) => CpuStorage::F32(bwd(
-                contiguous::<f32>(s1, l1)?,
-                contiguous::<f32>(s2, l2)?,
-                v,
-            )),
-            (CpuStorage::F64(_), CpuStorage::F64(_)) => CpuStorage::F64(bwd(
-                contiguous::<f64>(s1, l1)?,
-                contiguous::<f64>(s2, l2)?,
-                v,
-            )),
-            _ => bail!("softmax_entropy bwd: f32 or f64 expected"),
-        };
+        let out = by_float!(s1, "softmax_entropy bwd", |T| bwd(
+            contiguous::<T>(s1, l1)?,
+            contiguous::<T>(s2, l2)?,
+            v,
+        ));
         Ok((out, l1.shape().clone()))
     }
 }

@@ -72,23 +72,13 @@ impl CustomOp1 for FrozenMatmul {
         let Storage::Cpu(ws) = &*ws else {
             bail!("frozen matmul: the weight must be on the CPU")
         };
-        let y = match s {
-            CpuStorage::F32(_) => CpuStorage::F32(x_wt(
-                super::contiguous::<f32>(s, l)?,
-                super::contiguous::<f32>(ws, wl)?,
-                rows,
-                inp,
-                out,
-            )),
-            CpuStorage::F64(_) => CpuStorage::F64(x_wt(
-                super::contiguous::<f64>(s, l)?,
-                super::contiguous::<f64>(ws, wl)?,
-                rows,
-                inp,
-                out,
-            )),
-            _ => bail!("frozen matmul: f32 or f64 expected"),
-        };
+        let y = by_float!(s, "frozen matmul", |T| x_wt(
+            super::contiguous::<T>(s, l)?,
+            super::contiguous::<T>(ws, wl)?,
+            rows,
+            inp,
+            out,
+        ));
         Ok((y, Shape::from((rows, out))))
     }
 

@@ -75,11 +75,11 @@ impl CustomOp2 for GatherLogSoftmax {
             );
         }
         let t = contiguous::<u32>(s2, l2)?;
-        let out = match s1 {
-            CpuStorage::F32(_) => CpuStorage::F32(fwd(contiguous::<f32>(s1, l1)?, t, v)?),
-            CpuStorage::F64(_) => CpuStorage::F64(fwd(contiguous::<f64>(s1, l1)?, t, v)?),
-            _ => bail!("gather_log_softmax: f32 or f64 logits expected"),
-        };
+        let out = by_float!(s1, "gather_log_softmax", |T| fwd(
+            contiguous::<T>(s1, l1)?,
+            t,
+            v
+        )?);
         Ok((out, Shape::from(n)))
     }
 
@@ -111,21 +111,12 @@ impl CustomOp3 for GatherLogSoftmaxBwd {
     ) -> Result<(CpuStorage, Shape)> {
         let (_, v) = l1.shape().dims2()?;
         let t = contiguous::<u32>(s2, l2)?;
-        let out = match s1 {
-            CpuStorage::F32(_) => CpuStorage::F32(bwd(
-                contiguous::<f32>(s1, l1)?,
-                t,
-                contiguous::<f32>(s3, l3)?,
-                v,
-            )),
-            CpuStorage::F64(_) => CpuStorage::F64(bwd(
-                contiguous::<f64>(s1, l1)?,
-                t,
-                contiguous::<f64>(s3, l3)?,
-                v,
-            )),
-            _ => bail!("gather_log_softmax bwd: f32 or f64 expected"),
-        };
+        let out = by_float!(s1, "gather_log_softmax bwd", |T| bwd(
+            contiguous::<T>(s1, l1)?,
+            t,
+            contiguous::<T>(s3, l3)?,
+            v,
+        ));
         Ok((out, l1.shape().clone()))
     }
 }

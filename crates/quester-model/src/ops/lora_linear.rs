@@ -117,28 +117,21 @@ impl CustomOp3 for LoraLinear {
         let dims = (rows, inp, out, r);
         let (wg, _) = self.w.storage_and_layout();
         let bg = self.bias.as_ref().map(|t| t.storage_and_layout());
-        macro_rules! go {
-            ($t:ty, $variant:ident) => {{
-                let bias = match (&self.bias, &bg) {
-                    (Some(t), Some((g, _))) => Some(host::<$t>(t, g)?),
-                    _ => None,
-                };
-                CpuStorage::$variant(run(
-                    contiguous::<$t>(s1, l1)?,
-                    contiguous::<$t>(s2, l2)?,
-                    contiguous::<$t>(s3, l3)?,
-                    host::<$t>(&self.w, &wg)?,
-                    bias,
-                    dims,
-                    self.scale,
-                ))
-            }};
-        }
-        let y = match s1 {
-            CpuStorage::F32(_) => go!(f32, F32),
-            CpuStorage::F64(_) => go!(f64, F64),
-            _ => bail!("lora linear: f32 or f64 expected"),
-        };
+        let y = by_float!(s1, "lora linear", |T| {
+            let bias = match (&self.bias, &bg) {
+                (Some(t), Some((g, _))) => Some(host::<T>(t, g)?),
+                _ => None,
+            };
+            run(
+                contiguous::<T>(s1, l1)?,
+                contiguous::<T>(s2, l2)?,
+                contiguous::<T>(s3, l3)?,
+                host::<T>(&self.w, &wg)?,
+                bias,
+                dims,
+                self.scale,
+            )
+        });
         Ok((y, Shape::from((rows, out))))
     }
 

@@ -8,6 +8,25 @@
 //! rayon, work in f32 and f64 (f64 for finite-difference tests), and each backward is checked
 //! against finite differences in its tests.
 
+/// Dispatch on the element type of a storage: runs `$body` with `$t` standing for f32 or f64
+/// and wraps the `Vec` it returns in the matching `CpuStorage`; any other dtype is an error
+/// naming the op. Every kernel below is generic over [`Float`], so this is their one match.
+macro_rules! by_float {
+    ($s:expr, $op:expr, |$t:ident| $body:expr) => {
+        match $s {
+            candle_core::CpuStorage::F32(_) => {
+                type $t = f32;
+                candle_core::CpuStorage::F32($body)
+            }
+            candle_core::CpuStorage::F64(_) => {
+                type $t = f64;
+                candle_core::CpuStorage::F64($body)
+            }
+            _ => candle_core::bail!("{}: f32 or f64 expected", $op),
+        }
+    };
+}
+
 mod attention;
 mod entropy;
 mod frozen_matmul;

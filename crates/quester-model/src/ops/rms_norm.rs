@@ -97,19 +97,11 @@ impl CustomOp2 for RmsNorm {
                 l1.shape()
             );
         }
-        let out = match (s1, s2) {
-            (CpuStorage::F32(_), CpuStorage::F32(_)) => CpuStorage::F32(fwd(
-                contiguous::<f32>(s1, l1)?,
-                contiguous::<f32>(s2, l2)?,
-                self.eps,
-            )),
-            (CpuStorage::F64(_), CpuStorage::F64(_)) => CpuStorage::F64(fwd(
-                contiguous::<f64>(s1, l1)?,
-                contiguous::<f64>(s2, l2)?,
-                self.eps,
-            )),
-            _ => bail!("rms_norm: f32 or f64 inputs of one dtype expected"),
-        };
+        let out = by_float!(s1, "rms_norm", |T| fwd(
+            contiguous::<T>(s1, l1)?,
+            contiguous::<T>(s2, l2)?,
+            self.eps,
+        ));
         Ok((out, l1.shape().clone()))
     }
 
@@ -148,21 +140,12 @@ impl candle_core::CustomOp3 for RmsNormBwd {
         l3: &Layout,
     ) -> Result<(CpuStorage, Shape)> {
         let total = l1.shape().elem_count() + l2.shape().elem_count();
-        let out = match s1 {
-            CpuStorage::F32(_) => CpuStorage::F32(bwd(
-                contiguous::<f32>(s1, l1)?,
-                contiguous::<f32>(s2, l2)?,
-                contiguous::<f32>(s3, l3)?,
-                self.eps,
-            )),
-            CpuStorage::F64(_) => CpuStorage::F64(bwd(
-                contiguous::<f64>(s1, l1)?,
-                contiguous::<f64>(s2, l2)?,
-                contiguous::<f64>(s3, l3)?,
-                self.eps,
-            )),
-            _ => bail!("rms_norm bwd: f32 or f64 expected"),
-        };
+        let out = by_float!(s1, "rms_norm bwd", |T| bwd(
+            contiguous::<T>(s1, l1)?,
+            contiguous::<T>(s2, l2)?,
+            contiguous::<T>(s3, l3)?,
+            self.eps,
+        ));
         Ok((out, Shape::from(total)))
     }
 }

@@ -93,25 +93,14 @@ impl CustomOp3 for Rope {
                 l1.shape()
             );
         }
-        let out = match s1 {
-            CpuStorage::F32(_) => CpuStorage::F32(apply(
-                contiguous::<f32>(s1, l1)?,
-                contiguous::<f32>(s2, l2)?,
-                contiguous::<f32>(s3, l3)?,
-                h,
-                d,
-                self.inverse,
-            )),
-            CpuStorage::F64(_) => CpuStorage::F64(apply(
-                contiguous::<f64>(s1, l1)?,
-                contiguous::<f64>(s2, l2)?,
-                contiguous::<f64>(s3, l3)?,
-                h,
-                d,
-                self.inverse,
-            )),
-            _ => bail!("rope: f32 or f64 expected"),
-        };
+        let out = by_float!(s1, "rope", |T| apply(
+            contiguous::<T>(s1, l1)?,
+            contiguous::<T>(s2, l2)?,
+            contiguous::<T>(s3, l3)?,
+            h,
+            d,
+            self.inverse,
+        ));
         Ok((out, l1.shape().clone()))
     }
 

@@ -1,7 +1,7 @@
 //! Softmax over the last dimension with a backward pass.
 
 use super::{contiguous, Float, PAR_MIN};
-use candle_core::{bail, CpuStorage, CustomOp1, CustomOp2, Layout, Result, Shape, Tensor};
+use candle_core::{CpuStorage, CustomOp1, CustomOp2, Layout, Result, Shape, Tensor};
 use rayon::prelude::*;
 
 /// Differentiable softmax over the last dimension.
@@ -58,11 +58,7 @@ impl CustomOp1 for Softmax {
 
     fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
         let d = l.shape().dims().last().copied().unwrap_or(1).max(1);
-        let out = match s {
-            CpuStorage::F32(_) => CpuStorage::F32(fwd(contiguous::<f32>(s, l)?, d)),
-            CpuStorage::F64(_) => CpuStorage::F64(fwd(contiguous::<f64>(s, l)?, d)),
-            _ => bail!("softmax: f32 or f64 expected"),
-        };
+        let out = by_float!(s, "softmax", |T| fwd(contiguous::<T>(s, l)?, d));
         Ok((out, l.shape().clone()))
     }
 
@@ -86,19 +82,11 @@ impl CustomOp2 for SoftmaxBwd {
         l2: &Layout,
     ) -> Result<(CpuStorage, Shape)> {
         let d = l1.shape().dims().last().copied().unwrap_or(1).max(1);
-        let out = match s1 {
-            CpuStorage::F32(_) => CpuStorage::F32(bwd(
-                contiguous::<f32>(s1, l1)?,
-                contiguous::<f32>(s2, l2)?,
-                d,
-            )),
-            CpuStorage::F64(_) => CpuStorage::F64(bwd(
-                contiguous::<f64>(s1, l1)?,
-                contiguous::<f64>(s2, l2)?,
-                d,
-            )),
-            _ => bail!("softmax bwd: f32 or f64 expected"),
-        };
+        let out = by_float!(s1, "softmax bwd", |T| bwd(
+            contiguous::<T>(s1, l1)?,
+            contiguous::<T>(s2, l2)?,
+            d,
+        ));
         Ok((out, l1.shape().clone()))
     }
 }

@@ -77,15 +77,10 @@ impl CustomOp2 for SwiGlu {
         if l1.shape() != l2.shape() {
             bail!("swiglu: shapes differ {:?} {:?}", l1.shape(), l2.shape());
         }
-        let out = match s1 {
-            CpuStorage::F32(_) => {
-                CpuStorage::F32(fwd(contiguous::<f32>(s1, l1)?, contiguous::<f32>(s2, l2)?))
-            }
-            CpuStorage::F64(_) => {
-                CpuStorage::F64(fwd(contiguous::<f64>(s1, l1)?, contiguous::<f64>(s2, l2)?))
-            }
-            _ => bail!("swiglu: f32 or f64 expected"),
-        };
+        let out = by_float!(s1, "swiglu", |T| fwd(
+            contiguous::<T>(s1, l1)?,
+            contiguous::<T>(s2, l2)?
+        ));
         Ok((out, l1.shape().clone()))
     }
 
@@ -118,19 +113,11 @@ impl CustomOp3 for SwiGluBwd {
         s3: &CpuStorage,
         l3: &Layout,
     ) -> Result<(CpuStorage, Shape)> {
-        let out = match s1 {
-            CpuStorage::F32(_) => CpuStorage::F32(bwd(
-                contiguous::<f32>(s1, l1)?,
-                contiguous::<f32>(s2, l2)?,
-                contiguous::<f32>(s3, l3)?,
-            )),
-            CpuStorage::F64(_) => CpuStorage::F64(bwd(
-                contiguous::<f64>(s1, l1)?,
-                contiguous::<f64>(s2, l2)?,
-                contiguous::<f64>(s3, l3)?,
-            )),
-            _ => bail!("swiglu bwd: f32 or f64 expected"),
-        };
+        let out = by_float!(s1, "swiglu bwd", |T| bwd(
+            contiguous::<T>(s1, l1)?,
+            contiguous::<T>(s2, l2)?,
+            contiguous::<T>(s3, l3)?,
+        ));
         Ok((out, Shape::from(2 * l1.shape().elem_count())))
     }
 }
