@@ -14,8 +14,8 @@ cargo build -q --release -p quester-model --example bench_decode
 BIN="${CARGO_TARGET_DIR:-target}/release/examples/bench_decode"
 # Peak RSS of each process from GNU time (KiB), printed after its throughput line.
 mem() { /usr/bin/time -f "peak_rss_mb=%M" -o "$1" "${@:2}"; }
-ours=$(mem /tmp/decode_ours.mem "$BIN" "$N" "$M" | tee /dev/stderr)
-theirs=$(mem /tmp/decode_theirs.mem bench/.venv-llamacpp/bin/python bench/decode_llamacpp.py "$GGUF" "$N" "$M" "$(nproc)" | tee /dev/stderr)
+ours=$(mem /tmp/decode_ours.mem "$BIN" "$N" "$M" | tee -a /dev/stderr)
+theirs=$(mem /tmp/decode_theirs.mem bench/.venv-llamacpp/bin/python bench/decode_llamacpp.py "$GGUF" "$N" "$M" "$(nproc)" | tee -a /dev/stderr)
 for f in ours theirs; do
   kb=$(sed -n 's/peak_rss_mb=//p' "/tmp/decode_$f.mem")
   echo "$f peak RSS: $((kb / 1024)) MB"

@@ -5,11 +5,16 @@
 # f32 and exported by our HF exporter, which PyTorch then loads) with the same batch and loss.
 # Prints time per step (mean over the timed steps, after one untimed warm-up step), peak RSS of
 # each process and the ratio. Needs bench/.venv-torch (see docs/training.md).
+# GROUP=8 PROMPT=192: the GRPO shape, 8 completions of one 192-token prompt (ours runs the
+# shared prompt once; PyTorch runs every row in full).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 THREADS=${THREADS:-2}
 STEPS=${STEPS:-2}
 MODES=${MODES:-"lora full"}
+GROUP=${GROUP:-1}
+PROMPT=${PROMPT:-64}
+SHAPE=(--batch 8 --seq 256 --prompt "$PROMPT" --group "$GROUP" --steps "$STEPS")
 OUT=bench/out/train_step
 mkdir -p "$OUT"
 PY=bench/.venv-torch/bin/python
@@ -30,9 +35,9 @@ else
 fi
 "$BIN" --export "$OUT/smollm2-f32" --mode lora --steps 0 --seq 16 --prompt 4 --batch 1 >/dev/null
 for mode in $MODES; do
-  ours=$("$BIN" --mode "$mode" --steps "$STEPS" | tee /dev/stderr | grep '^RESULT')
-  theirs=$("$PY" bench/train_step_torch.py "$OUT/smollm2-f32" --mode "$mode" --steps "$STEPS" --threads "$THREADS" | tee /dev/stderr | grep '^RESULT')
+  ours=$("$BIN" --mode "$mode" "${SHAPE[@]}" | tee -a /dev/stderr | grep '^RESULT')
+  theirs=$("$PY" bench/train_step_torch.py "$OUT/smollm2-f32" --mode "$mode" "${SHAPE[@]}" --threads "$THREADS" | tee -a /dev/stderr | grep '^RESULT')
   get() { echo "$1" | tr ' ' '\n' | grep "^$2=" | cut -d= -f2; }
   o=$(get "$ours" step_s); t=$(get "$theirs" step_s)
-  echo "== $mode: ours $o s/step (peak $(get "$ours" peak_rss_mb) MB, first loss see above) | torch $t s/step (peak $(get "$theirs" peak_rss_mb) MB) | ours/torch time ratio $(python3 -c "print(f'{$o/$t:.2f}')")"
+  echo "== $mode (8 x 256, prompt $PROMPT, groups of $GROUP): ours $o s/step (peak $(get "$ours" peak_rss_mb) MB, first loss see above) | torch $t s/step (peak $(get "$theirs" peak_rss_mb) MB) | ours/torch time ratio $(python3 -c "print(f'{$o/$t:.2f}')")"
 done

@@ -1,7 +1,7 @@
 """PyTorch + transformers (eager) anchor for one PPO training step: same weights, same batch,
 same loss as crates/quester-model/examples/bench_train_step.rs.
 
-Usage: train_step_torch.py MODEL_DIR --mode full|lora --batch 8 --seq 256 --prompt 64 --steps 2
+Usage: train_step_torch.py MODEL_DIR --mode full|lora --batch 8 --seq 256 --prompt 64 [--group 1] --steps 2
 Prints one line `RESULT torch mode=... step_s=... peak_rss_mb=... loss=...`.
 """
 
@@ -14,10 +14,14 @@ import torch
 from transformers import AutoModelForCausalLM
 
 
-def batch_tensors(b, t, prompt, vocab):
-    # The same deterministic batch as the Rust example (see make_batch there).
+def batch_tensors(b, t, prompt, vocab, group=1):
+    # The same deterministic batch as the Rust example (see make_batch there): the prompt part
+    # of a row comes from the first row of its group.
+    def key(r, j):
+        return r // group * group if j < prompt else r
+
     ids = torch.tensor(
-        [[(r * 7919 + j * 104729 + 13) % vocab for j in range(t)] for r in range(b)],
+        [[(key(r, j) * 7919 + j * 104729 + 13) % vocab for j in range(t)] for r in range(b)],
         dtype=torch.long,
     )
     adv = torch.tensor([1.0 if r % 2 == 0 else -1.0 for r in range(b)]).unsqueeze(1)
@@ -41,6 +45,7 @@ def main():
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--seq", type=int, default=256)
     ap.add_argument("--prompt", type=int, default=64)
+    ap.add_argument("--group", type=int, default=1)
     ap.add_argument("--steps", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2)
     a = ap.parse_args()
@@ -65,7 +70,7 @@ def main():
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=1e-6, weight_decay=0.01)
     vocab = model.config.vocab_size
-    ids, adv, old = batch_tensors(a.batch, a.seq, a.prompt, vocab)
+    ids, adv, old = batch_tensors(a.batch, a.seq, a.prompt, vocab, max(1, a.group))
     mask = torch.ones_like(ids)
     times = []
     loss_v = float("nan")

@@ -3,7 +3,9 @@
 //! `--export DIR` (this model's weights in Hugging Face layout) so both run the same weights.
 //!
 //! cargo run --release -p quester-model --example bench_train_step -- \
-//!     [--export DIR] [--mode full|lora] [--batch 8] [--seq 256] [--prompt 64] [--steps 2]
+//!     [--export DIR] [--mode full|lora] [--batch 8] [--seq 256] [--prompt 64] [--group 1]
+//!     [--steps 2]
+//! (`--group G`: rows come in groups of G completions of one prompt, as in GRPO.)
 //! (`--steps 0` only exports; `--mode adamw` times one AdamW update of all 134.5M parameters,
 //! ours against candle_nn's, with gradients equal to the weights.)
 //! Prints one line `RESULT ours mode=... step_s=... peak_rss_mb=... loss=...`.
@@ -20,6 +22,7 @@ struct Args {
     batch: usize,
     seq: usize,
     prompt: usize,
+    group: usize,
     steps: usize,
 }
 
@@ -30,6 +33,7 @@ fn parse() -> Result<Args, String> {
         batch: 8,
         seq: 256,
         prompt: 64,
+        group: 1,
         steps: 2,
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
@@ -46,6 +50,7 @@ fn parse() -> Result<Args, String> {
             "--batch" => a.batch = num(&v)?,
             "--seq" => a.seq = num(&v)?,
             "--prompt" => a.prompt = num(&v)?,
+            "--group" => a.group = num(&v)?.max(1),
             "--steps" => a.steps = num(&v)?,
             other => return Err(format!("unknown argument {other}")),
         }
@@ -60,12 +65,19 @@ fn parse() -> Result<Args, String> {
     Ok(a)
 }
 
-/// The deterministic batch of bench/train_step_torch.py: ids from a formula, advantages +1/-1 by
-/// row, old log-probs ln(1/vocab), prompt tokens untrained.
-fn make_batch(b: usize, t: usize, prompt: usize, vocab: usize) -> Result<TrainBatch, String> {
+/// The deterministic batch of bench/train_step_torch.py: ids from a formula (the prompt part
+/// taken from the first row of the row's group), advantages +1/-1 by row, old log-probs
+/// ln(1/vocab), prompt tokens untrained.
+fn make_batch(a: &Args, vocab: usize) -> Result<TrainBatch, String> {
+    let (b, t, prompt, group) = (a.batch, a.seq, a.prompt, a.group);
     let dev = Device::Cpu;
     let ids: Vec<u32> = (0..b)
-        .flat_map(|r| (0..t).map(move |j| ((r * 7919 + j * 104729 + 13) % vocab) as u32))
+        .flat_map(|r| {
+            (0..t).map(move |j| {
+                let key = if j < prompt { r / group * group } else { r };
+                ((key * 7919 + j * 104729 + 13) % vocab) as u32
+            })
+        })
         .collect();
     let n = t - prompt;
     let adv: Vec<f32> = (0..b)
@@ -122,7 +134,7 @@ fn main() -> Result<(), String> {
             .map_err(|e| e.to_string())?;
     }
     let vocab = model.config.vocab_size;
-    let batch = make_batch(a.batch, a.seq, a.prompt, vocab)?;
+    let batch = make_batch(&a, vocab)?;
     let mut trainer =
         TrainStep::new(model, TrainStepConfig::default()).map_err(|e| e.to_string())?;
     let mut times = Vec::new();
@@ -141,8 +153,9 @@ fn main() -> Result<(), String> {
         );
     }
     println!(
-        "RESULT ours mode={} step_s={:.3} peak_rss_mb={:.0} loss={loss:.6}",
+        "RESULT ours mode={} group={} step_s={:.3} peak_rss_mb={:.0} loss={loss:.6}",
         a.mode,
+        a.group,
         times.iter().sum::<f64>() / times.len() as f64,
         peak_rss_mb()
     );

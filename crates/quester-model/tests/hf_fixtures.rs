@@ -110,6 +110,50 @@ fn seeds_make_sequences_reproducible_regardless_of_batch() {
 }
 
 #[test]
+fn prompts_with_a_shared_opening_generate_as_they_do_alone() {
+    // The shared opening runs once for the batch; each row must still see exactly its prompt.
+    let m = tiny();
+    let opening = "a long shared system prompt that every trial of the task starts with: ";
+    let mk = |tail: &str, seed: u64| GenerationRequest {
+        prompt_ids: m.tokenizer.encode(&format!("{opening}{tail}")).unwrap(),
+        params: SamplingParams {
+            temperature: 1.5,
+            max_new_tokens: 12,
+            seed,
+            ..Default::default()
+        },
+    };
+    let reqs = [
+        mk("go left", 1),
+        mk("go right then up", 2),
+        mk("go left", 3),
+    ];
+    let common = reqs[0]
+        .prompt_ids
+        .iter()
+        .zip(&reqs[1].prompt_ids)
+        .take_while(|(a, b)| a == b)
+        .count();
+    assert!(
+        common >= 8,
+        "only {common} shared tokens: the test would not share"
+    );
+    let batch = generate(&m.model, &m.tokenizer, &reqs).unwrap();
+    for (i, r) in reqs.iter().enumerate() {
+        let alone = generate(&m.model, &m.tokenizer, std::slice::from_ref(r))
+            .unwrap()
+            .remove(0);
+        assert_eq!(alone.token_ids, batch[i].token_ids, "request {i}");
+        for (a, b) in alone.logprobs.iter().zip(&batch[i].logprobs) {
+            assert!((a - b).abs() < 1e-4, "request {i}: {a} vs {b}");
+        }
+    }
+    // Identical prompts (a GRPO group) also share: every token but the last.
+    let same = generate(&m.model, &m.tokenizer, &[mk("go", 5), mk("go", 5)]).unwrap();
+    assert_eq!(same[0], same[1]);
+}
+
+#[test]
 fn greedy_matches_argmax_of_scores_and_stops() {
     let m = tiny();
     let prompt_ids = m.tokenizer.encode("hello").unwrap();

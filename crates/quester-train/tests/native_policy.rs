@@ -196,7 +196,7 @@ fn train_seqs(gens: &[quester_train::policy::Generation], given: bool) -> Vec<Tr
 }
 
 #[test]
-fn given_current_logprobs_and_zero_advantage_sequences_train_exactly_the_same() {
+fn given_current_logprobs_and_zero_advantage_sequences_train_the_same() {
     let c = cfg();
     let mut scored = build_policy(&c).unwrap();
     let gens = sample(scored.as_mut(), "Hi", 3, 10);
@@ -232,7 +232,11 @@ fn given_current_logprobs_and_zero_advantage_sequences_train_exactly_the_same() 
         .zip(b.iter().flatten())
         .zip(d.iter().flatten())
     {
-        assert!((x - y).abs() < 1e-9, "{x} vs {y}");
+        // Not bit-exact: the two runs normalise by different token counts, and Adam's first
+        // step is about lr * sign(g), so a component that cancels to ~0 can flip on rounding
+        // (seen with the AVX-512 matmuls: 2e-6). Skipping the wrong sequence moves the B
+        // factors by lr = 1e-3 everywhere, far above this bound.
+        assert!((x - y).abs() < 2e-5, "{x} vs {y}");
         assert!((x - z).abs() < 1e-4, "{x} vs {z}");
     }
 }

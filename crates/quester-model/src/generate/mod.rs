@@ -89,21 +89,37 @@ pub fn generate(
     if max_new == 0 {
         return finish_all(tokenizer, states);
     }
-    // Prefill: left-pad every prompt to the longest.
+    // Prefill. Prompts that start alike (a group's trials of one task) share those tokens:
+    // they run once, as a batch of one, and every row's cache starts with their keys and
+    // values. The rest of each prompt is left-padded to the longest rest after them.
     let b = requests.len();
-    let mut ids = Vec::with_capacity(b * max_prompt);
+    let shared = shared_prompt_prefix(requests);
+    let mut cache = model.new_cache(b, max_prompt + max_new)?;
+    if shared > 0 {
+        let mut one = model.new_cache(1, shared)?;
+        let prefix = Tensor::from_vec(
+            requests[0].prompt_ids[..shared].to_vec(),
+            (1, shared),
+            &Device::Cpu,
+        )?;
+        model.forward_cached(&prefix, &[vec![1; shared]], &[0], &mut one)?;
+        cache.fill_prefix(&one)?;
+    }
+    let max_rest = max_prompt - shared;
+    let mut ids = Vec::with_capacity(b * max_rest);
     let mut key_mask = Vec::with_capacity(b);
     for r in requests {
-        let pad = max_prompt - r.prompt_ids.len();
+        let rest = &r.prompt_ids[shared..];
+        let pad = max_rest - rest.len();
         ids.extend(std::iter::repeat_n(0u32, pad));
-        ids.extend_from_slice(&r.prompt_ids);
-        let mut m = vec![0u32; pad];
-        m.extend(std::iter::repeat_n(1u32, r.prompt_ids.len()));
+        ids.extend_from_slice(rest);
+        let mut m = vec![1u32; shared];
+        m.extend(std::iter::repeat_n(0u32, pad));
+        m.extend(std::iter::repeat_n(1u32, rest.len()));
         key_mask.push(m);
     }
-    let mut cache = model.new_cache(b, max_prompt + max_new)?;
-    let ids = Tensor::from_vec(ids, (b, max_prompt), &Device::Cpu)?;
-    let mut logits = model.forward_cached(&ids, &key_mask, &vec![0; b], &mut cache)?;
+    let ids = Tensor::from_vec(ids, (b, max_rest), &Device::Cpu)?;
+    let mut logits = model.forward_cached(&ids, &key_mask, &vec![shared as u32; b], &mut cache)?;
     let mut rows: Vec<usize> = (0..b).collect(); // batch row -> index into `states`
     let mut real: Vec<u32> = requests.iter().map(|r| r.prompt_ids.len() as u32).collect();
     loop {
@@ -196,6 +212,31 @@ pub fn generate(
         }
     }
     finish_all(tokenizer, states)
+}
+
+/// Leading prompt tokens that every request has in common, when there are enough of them to be
+/// worth running once (0 otherwise); each prompt keeps at least one token of its own, whose
+/// logits start its response.
+fn shared_prompt_prefix(requests: &[GenerationRequest]) -> usize {
+    let Some(first) = requests.first().map(|r| &r.prompt_ids) else {
+        return 0;
+    };
+    if requests.len() < 2 {
+        return 0;
+    }
+    let shortest = requests
+        .iter()
+        .map(|r| r.prompt_ids.len())
+        .min()
+        .unwrap_or(0);
+    let common = (0..shortest.saturating_sub(1))
+        .take_while(|&j| requests.iter().all(|r| r.prompt_ids[j] == first[j]))
+        .count();
+    if common >= crate::model::MIN_SHARED_PREFIX {
+        common
+    } else {
+        0
+    }
 }
 
 fn finish_all(tokenizer: &Tokenizer, states: Vec<SeqState>) -> Result<Vec<GenerationOutput>> {

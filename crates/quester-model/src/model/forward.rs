@@ -1,5 +1,6 @@
 //! Forward passes: full-sequence (training, scoring) and incremental with a KV cache (generation).
 
+use super::shared_prefix::{common_prefix, MIN_SHARED_PREFIX};
 use super::{KvCache, Layer, Model};
 use crate::error::{ModelError, Result};
 use crate::nn::linear::pick;
@@ -81,20 +82,7 @@ impl Model {
             let kv = cache.as_deref_mut().map(|c| (&c.keys[li], &c.values[li]));
             let h = rms_norm(&x, &pick(&layer.input_layernorm, track), cfg.rms_norm_eps)?;
             let a = self.attention(layer, &h, (&cos, &sin), key_mask, kv, past, grad)?;
-            x = (x + a)?;
-            let h = rms_norm(
-                &x,
-                &pick(&layer.post_attention_layernorm, track),
-                cfg.rms_norm_eps,
-            )?;
-            let m = layer.down_proj.forward(
-                &swiglu(
-                    &layer.gate_proj.forward(&h, grad)?,
-                    &layer.up_proj.forward(&h, grad)?,
-                )?,
-                grad,
-            )?;
-            x = (x + m)?;
+            x = self.mlp_block(layer, &(x + a)?, grad)?;
         }
         if let Some(c) = cache {
             c.len += t;
@@ -107,39 +95,15 @@ impl Model {
         &self,
         layer: &Layer,
         x: &Tensor,
-        (cos, sin): (&Tensor, &Tensor),
+        tables: (&Tensor, &Tensor),
         key_mask: &[Vec<u32>],
         kv: Option<(&Tensor, &Tensor)>,
         past: usize,
         grad: bool,
     ) -> candle_core::Result<Tensor> {
-        let cfg = &self.config;
-        let (b, t, _) = x.dims3()?;
-        let (h, kvh, d) = (
-            cfg.num_attention_heads,
-            cfg.num_key_value_heads,
-            cfg.head_dim,
-        );
-        let g = h / kvh;
-        let mut q = layer.q_proj.forward(x, grad)?.reshape((b, t, h, d))?;
-        let mut k = layer.k_proj.forward(x, grad)?.reshape((b, t, kvh, d))?;
-        let v = layer.v_proj.forward(x, grad)?.reshape((b, t, kvh, d))?;
-        if let (Some(qn), Some(kn)) = (&layer.q_norm, &layer.k_norm) {
-            let track = grad && !self.lora_attached;
-            q = rms_norm(&q, &pick(qn, track), cfg.rms_norm_eps)?;
-            k = rms_norm(&k, &pick(kn, track), cfg.rms_norm_eps)?;
-        }
-        let q = (rope(&q, cos, sin)? * (1.0 / (d as f64).sqrt()))?;
-        let k = rope(&k, cos, sin)?;
-        // Queries grouped by their key/value head: [B, KVH, G*T, D] so one batched matmul per
-        // kv head serves the whole group (no repeat of keys and values).
-        let q = q
-            .reshape((b, t, kvh, g, d))?
-            .permute((0, 2, 3, 1, 4))?
-            .contiguous()?
-            .reshape((b, kvh, g * t, d))?;
-        let k = k.transpose(1, 2)?.contiguous()?;
-        let v = v.transpose(1, 2)?.contiguous()?;
+        let (q, k, v) = self.qkv(layer, x, tables, grad)?;
+        let (q, k, v) = (self.group_queries(&q)?, heads_first(&k)?, heads_first(&v)?);
+        let t = x.dims()[1];
         let (k, v) = match kv {
             Some((kc, vc)) => {
                 kc.slice_set(&k, 2, past)?;
@@ -149,12 +113,80 @@ impl Model {
             None => (k, v),
         };
         let o = causal_attention(&q, &k, &v, key_mask, past)?;
-        let o = o
-            .reshape((b, kvh, g, t, d))?
+        layer.o_proj.forward(&self.ungroup(&o, t)?, grad)
+    }
+
+    /// The attention inputs of `x` [B, T, hidden]: q [B, T, H, D] rotated and scaled by
+    /// 1/sqrt(D), k and v [B, T, KVH, D] (k rotated), with the rope tables [B, T, D/2].
+    pub(super) fn qkv(
+        &self,
+        layer: &Layer,
+        x: &Tensor,
+        (cos, sin): (&Tensor, &Tensor),
+        grad: bool,
+    ) -> candle_core::Result<(Tensor, Tensor, Tensor)> {
+        let cfg = &self.config;
+        let (b, t, _) = x.dims3()?;
+        let (h, kvh, d) = (
+            cfg.num_attention_heads,
+            cfg.num_key_value_heads,
+            cfg.head_dim,
+        );
+        let mut q = layer.q_proj.forward(x, grad)?.reshape((b, t, h, d))?;
+        let mut k = layer.k_proj.forward(x, grad)?.reshape((b, t, kvh, d))?;
+        let v = layer.v_proj.forward(x, grad)?.reshape((b, t, kvh, d))?;
+        if let (Some(qn), Some(kn)) = (&layer.q_norm, &layer.k_norm) {
+            let track = grad && !self.lora_attached;
+            q = rms_norm(&q, &pick(qn, track), cfg.rms_norm_eps)?;
+            k = rms_norm(&k, &pick(kn, track), cfg.rms_norm_eps)?;
+        }
+        let q = (rope(&q, cos, sin)? * (1.0 / (d as f64).sqrt()))?;
+        Ok((q, rope(&k, cos, sin)?, v))
+    }
+
+    /// Queries [B, T, H, D] grouped by their key/value head: [B, KVH, G*T, D], so one batched
+    /// matmul per kv head serves the whole group (no repeat of keys and values).
+    pub(super) fn group_queries(&self, q: &Tensor) -> candle_core::Result<Tensor> {
+        let (b, t, h, d) = q.dims4()?;
+        let kvh = self.config.num_key_value_heads;
+        let g = h / kvh;
+        q.reshape((b, t, kvh, g, d))?
+            .permute((0, 2, 3, 1, 4))?
+            .contiguous()?
+            .reshape((b, kvh, g * t, d))
+    }
+
+    /// The attention output [B, KVH, G*T, D] back to token rows [B, T, H*D].
+    pub(super) fn ungroup(&self, o: &Tensor, t: usize) -> candle_core::Result<Tensor> {
+        let (b, kvh, gt, d) = o.dims4()?;
+        let g = gt / t.max(1);
+        o.reshape((b, kvh, g, t, d))?
             .permute((0, 3, 1, 2, 4))?
             .contiguous()?
-            .reshape((b, t, h * d))?;
-        layer.o_proj.forward(&o, grad)
+            .reshape((b, t, kvh * g * d))
+    }
+
+    /// `x + MLP(RMSNorm(x))`, the second half of a decoder layer.
+    pub(super) fn mlp_block(
+        &self,
+        layer: &Layer,
+        x: &Tensor,
+        grad: bool,
+    ) -> candle_core::Result<Tensor> {
+        let track = grad && !self.lora_attached;
+        let h = rms_norm(
+            x,
+            &pick(&layer.post_attention_layernorm, track),
+            self.config.rms_norm_eps,
+        )?;
+        let m = layer.down_proj.forward(
+            &swiglu(
+                &layer.gate_proj.forward(&h, grad)?,
+                &layer.up_proj.forward(&h, grad)?,
+            )?,
+            grad,
+        )?;
+        x + m
     }
 
     fn head(&self, grad: bool) -> Tensor {
@@ -241,12 +273,31 @@ impl Model {
             )));
         }
         let rows = mask_rows(mask)?;
-        let pos = positions(&rows, &vec![0; b]);
-        let h = self.hidden(ids, &pos, &rows, None, grad)?;
         let n = t - targets_from;
-        let hsel = h
-            .narrow(1, targets_from - 1, n)?
-            .reshape((b * n, self.config.hidden_size))?;
+        // A prefix every row shares runs once; it ends at the latest where the targets begin.
+        let host_ids: Vec<Vec<u32>> = ids.to_dtype(DType::U32)?.to_vec2()?;
+        let shared = common_prefix(&host_ids, &rows).min(targets_from);
+        let hsel = if shared >= MIN_SHARED_PREFIX {
+            let h = self.hidden_shared_prefix(ids, shared, &rows, grad)?;
+            // Row of the hidden state at position j of sequence r (see hidden_shared_prefix).
+            let s = t - shared;
+            let at = |r: usize, j: usize| {
+                if j < shared {
+                    j
+                } else {
+                    shared + r * s + j - shared
+                }
+            };
+            let idx: Vec<u32> = (0..b)
+                .flat_map(|r| (targets_from - 1..t - 1).map(move |j| at(r, j) as u32))
+                .collect();
+            h.index_select(&Tensor::from_vec(idx, b * n, &Device::Cpu)?, 0)?
+        } else {
+            let pos = positions(&rows, &vec![0; b]);
+            self.hidden(ids, &pos, &rows, None, grad)?
+                .narrow(1, targets_from - 1, n)?
+                .reshape((b * n, self.config.hidden_size))?
+        };
         let targets = ids
             .to_dtype(DType::U32)?
             .narrow(1, targets_from, n)?
@@ -321,6 +372,11 @@ impl Model {
             self.dtype(),
         )?)
     }
+}
+
+/// Keys or values [B, T, KVH, D] as [B, KVH, T, D].
+pub(super) fn heads_first(k: &Tensor) -> candle_core::Result<Tensor> {
+    k.transpose(1, 2)?.contiguous()
 }
 
 #[cfg(test)]

@@ -41,6 +41,25 @@ impl KvCache {
         self.len == 0
     }
 
+    /// Starts every row with the filled positions of the one-row cache `prefix` (a prompt
+    /// prefix all rows share, computed once). Only for an empty cache.
+    pub(crate) fn fill_prefix(&mut self, prefix: &KvCache) -> Result<()> {
+        if self.len != 0 || prefix.len > self.capacity || prefix.keys.len() != self.keys.len() {
+            candle_core::bail!("KV cache: a prefix of {} does not fit", prefix.len);
+        }
+        let pairs = self.keys.iter_mut().zip(&prefix.keys);
+        for (dst, src) in pairs.chain(self.values.iter_mut().zip(&prefix.values)) {
+            let (b, h, _, d) = dst.dims4()?;
+            let rows = src
+                .narrow(2, 0, prefix.len)?
+                .broadcast_as((b, h, prefix.len, d))?
+                .contiguous()?;
+            dst.slice_set(&rows, 2, 0)?;
+        }
+        self.len = prefix.len;
+        Ok(())
+    }
+
     /// Keeps only the batch rows in `keep` (finished sequences leave the batch).
     pub fn select_rows(&mut self, keep: &Tensor) -> Result<()> {
         for t in self.keys.iter_mut().chain(self.values.iter_mut()) {

@@ -2,9 +2,11 @@
 
 mod forward;
 mod kv_cache;
+mod shared_prefix;
 mod weights;
 
 pub use kv_cache::KvCache;
+pub(crate) use shared_prefix::MIN_SHARED_PREFIX;
 
 use crate::config::ModelConfig;
 use crate::nn::Linear;

@@ -525,6 +525,18 @@ mod tests {
             1e-6,
         )
         .unwrap();
+        // Queries after 3 earlier keys (a shared prompt's): keys and values get gradients from
+        // every query that sees them.
+        let q = rand((2, 1, 8, 3), DType::F64);
+        let proj = rand((2, 1, 8, 3), DType::F64);
+        let k = rand((2, 1, 7, 3), DType::F64);
+        let v = rand((2, 1, 7, 3), DType::F64);
+        check_gradients(
+            &[q, k, v],
+            |x| (causal_attention(&x[0], &x[1], &x[2], &mask, 3)? * &proj)?.sum_all(),
+            1e-6,
+        )
+        .unwrap();
     }
 
     #[test]

@@ -82,25 +82,43 @@ fn detached_logprobs(
     pad_id: u32,
     mb: usize,
 ) -> Result<Vec<Vec<f64>>, TrainError> {
-    let mut out = Vec::with_capacity(keep.len());
-    for (chunk_keep, chunk_seqs) in keep.chunks(mb).zip(seqs.chunks(mb)) {
-        let tb = TrainBatch::from_sequences(chunk_seqs, pad_id, &Device::Cpu).map_err(err)?;
+    let mut out = vec![Vec::new(); keep.len()];
+    let order = prefix_order(seqs);
+    for chunk in order.chunks(mb) {
+        let chunk_seqs: Vec<TrainSequence> = chunk.iter().map(|&i| seqs[i].clone()).collect();
+        let tb = TrainBatch::from_sequences(&chunk_seqs, pad_id, &Device::Cpu).map_err(err)?;
         let lp = model
             .token_logprobs_detached(&tb.input_ids, &tb.attention_mask, tb.targets_from)
             .map_err(err)?
             .to_vec2::<f32>()
             .map_err(err)?;
-        for (b, s) in chunk_keep.iter().enumerate() {
+        for (b, &i) in chunk.iter().enumerate() {
+            let s = keep[i];
             let start = s.prompt_ids.len() - tb.targets_from;
-            out.push(
-                lp[b][start..start + s.response_ids.len()]
-                    .iter()
-                    .map(|&x| f64::from(x))
-                    .collect(),
-            );
+            out[i] = lp[b][start..start + s.response_ids.len()]
+                .iter()
+                .map(|&x| f64::from(x))
+                .collect();
         }
     }
     Ok(out)
+}
+
+/// Leading tokens that every sequence of `chunk` has in common (run once by the model).
+fn common_prefix(chunk: &[TrainSequence]) -> usize {
+    let Some(first) = chunk.first() else { return 0 };
+    (0..first.ids.len())
+        .take_while(|&j| chunk.iter().all(|s| s.ids.get(j) == Some(&first.ids[j])))
+        .count()
+}
+
+/// Indices of `seqs` in token order: sequences that start alike sit side by side, so a
+/// micro-batch of them shares its common prefix (a group's prompt runs once, see
+/// `Model::token_logprobs`), and lengths within a micro-batch stay close.
+fn prefix_order(seqs: &[TrainSequence]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..seqs.len()).collect();
+    order.sort_by(|&a, &b| seqs[a].ids.cmp(&seqs[b].ids));
+    order
 }
 
 /// Builds the native model policy of a config.
@@ -283,17 +301,20 @@ impl TrainablePolicy for NativePolicy {
                 skipped_nonfinite: false,
             });
         }
-        // Similar lengths side by side: micro-batches are padded to their longest sequence, and
-        // the order of a sum of gradients does not matter.
-        seqs.sort_by_key(|s| s.ids.len());
+        // Sequences that start alike side by side (they share their prefix's computation); the
+        // order of a sum of gradients does not matter.
+        seqs.sort_by(|a, b| a.ids.cmp(&b.ids));
+        let mut shared = 0;
         for chunk in seqs.chunks(mb) {
             let tb = TrainBatch::from_sequences(chunk, self.pad_id, &Device::Cpu).map_err(err)?;
+            shared += (chunk.len() - 1) * common_prefix(chunk).min(tb.targets_from);
             self.step.accumulate(&tb, total_tokens).map_err(err)?;
         }
         let st = self.step.apply().map_err(err)?;
         tracing::debug!(
             sequences = seqs.len(),
             tokens = seqs.iter().map(|s| s.ids.len()).sum::<usize>(),
+            shared_prefix_tokens = shared,
             longest = seqs.iter().map(|s| s.ids.len()).max().unwrap_or(0),
             "updated"
         );
