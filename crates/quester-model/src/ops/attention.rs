@@ -515,28 +515,21 @@ mod tests {
         let mut m0 = vec![1u32; 7];
         m0[0] = 0;
         let mask = vec![m0, vec![1; 7]];
-        let q = rand((2, 1, 14, 3), DType::F64);
-        let k = rand((2, 1, 7, 3), DType::F64);
-        let v = rand((2, 1, 7, 3), DType::F64);
-        let proj = rand((2, 1, 14, 3), DType::F64);
-        check_gradients(
-            &[q, k, v],
-            |x| (causal_attention(&x[0], &x[1], &x[2], &mask, 0)? * &proj)?.sum_all(),
-            1e-6,
-        )
-        .unwrap();
-        // Queries after 3 earlier keys (a shared prompt's): keys and values get gradients from
-        // every query that sees them.
-        let q = rand((2, 1, 8, 3), DType::F64);
-        let proj = rand((2, 1, 8, 3), DType::F64);
-        let k = rand((2, 1, 7, 3), DType::F64);
-        let v = rand((2, 1, 7, 3), DType::F64);
-        check_gradients(
-            &[q, k, v],
-            |x| (causal_attention(&x[0], &x[1], &x[2], &mask, 3)? * &proj)?.sum_all(),
-            1e-6,
-        )
-        .unwrap();
+        // 7 queries over their 7 keys (G = 2 query rows each), then 4 queries after 3 earlier
+        // keys (a shared prompt's), whose keys and values get gradients from every query that
+        // sees them.
+        for (past, rows) in [(0usize, 14usize), (3, 8)] {
+            let q = rand((2, 1, rows, 3), DType::F64);
+            let k = rand((2, 1, 7, 3), DType::F64);
+            let v = rand((2, 1, 7, 3), DType::F64);
+            let proj = rand((2, 1, rows, 3), DType::F64);
+            check_gradients(
+                &[q, k, v],
+                |x| (causal_attention(&x[0], &x[1], &x[2], &mask, past)? * &proj)?.sum_all(),
+                1e-6,
+            )
+            .unwrap_or_else(|e| panic!("past {past}: {e}"));
+        }
     }
 
     #[test]
