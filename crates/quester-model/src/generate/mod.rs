@@ -218,25 +218,9 @@ pub fn generate(
 /// worth running once (0 otherwise); each prompt keeps at least one token of its own, whose
 /// logits start its response.
 fn shared_prompt_prefix(requests: &[GenerationRequest]) -> usize {
-    let Some(first) = requests.first().map(|r| &r.prompt_ids) else {
-        return 0;
-    };
-    if requests.len() < 2 {
-        return 0;
-    }
-    let shortest = requests
-        .iter()
-        .map(|r| r.prompt_ids.len())
-        .min()
-        .unwrap_or(0);
-    let common = (0..shortest.saturating_sub(1))
-        .take_while(|&j| requests.iter().all(|r| r.prompt_ids[j] == first[j]))
-        .count();
-    if common >= crate::model::MIN_SHARED_PREFIX {
-        common
-    } else {
-        0
-    }
+    let prompts: Vec<&[u32]> = requests.iter().map(|r| r.prompt_ids.as_slice()).collect();
+    let shortest = prompts.iter().map(|p| p.len()).min().unwrap_or(0);
+    crate::model::shared_prefix_len(&prompts, shortest.saturating_sub(1))
 }
 
 fn finish_all(tokenizer: &Tokenizer, states: Vec<SeqState>) -> Result<Vec<GenerationOutput>> {

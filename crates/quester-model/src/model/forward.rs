@@ -1,6 +1,6 @@
 //! Forward passes: full-sequence (training, scoring) and incremental with a KV cache (generation).
 
-use super::shared_prefix::{common_prefix, MIN_SHARED_PREFIX};
+use super::shared_prefix::{common_prefix, worth_sharing};
 use super::{KvCache, Layer, Model};
 use crate::error::{ModelError, Result};
 use crate::nn::linear::pick;
@@ -36,7 +36,8 @@ pub(crate) fn positions(mask: &[Vec<u32>], past: &[u32]) -> Vec<Vec<u32>> {
 }
 
 impl Model {
-    fn check_ids(&self, ids: &Tensor) -> Result<(usize, usize)> {
+    /// Batch size, length and the ids on the host (row-major), once every id is checked.
+    fn check_ids(&self, ids: &Tensor) -> Result<(usize, usize, Vec<u32>)> {
         let (b, t) = ids.dims2()?;
         let flat: Vec<u32> = ids.to_dtype(DType::U32)?.flatten_all()?.to_vec1()?;
         if let Some(&bad) = flat.iter().find(|&&i| i as usize >= self.config.vocab_size) {
@@ -45,7 +46,7 @@ impl Model {
                 self.config.vocab_size
             )));
         }
-        Ok((b, t))
+        Ok((b, t, flat))
     }
 
     /// Final hidden states [B, T, hidden] (after the last RMSNorm).
@@ -209,7 +210,7 @@ impl Model {
     /// Logits [B, T, vocab] for `ids` [B, T] with a 0/1 `mask` [B, T] (left or right padding;
     /// positions are counted over real tokens only). Tracks gradients.
     pub fn forward(&self, ids: &Tensor, mask: &Tensor) -> Result<Tensor> {
-        let (b, t) = self.check_ids(ids)?;
+        let (b, t, _) = self.check_ids(ids)?;
         let rows = mask_rows(mask)?;
         let pos = positions(&rows, &vec![0; b]);
         let h = self.hidden(ids, &pos, &rows, None, true)?;
@@ -266,7 +267,7 @@ impl Model {
         grad: bool,
         entropy: bool,
     ) -> Result<(Tensor, Option<Tensor>)> {
-        let (b, t) = self.check_ids(ids)?;
+        let (b, t, flat) = self.check_ids(ids)?;
         if targets_from == 0 || targets_from >= t {
             return Err(ModelError::Input(format!(
                 "targets_from must be in 1..{t} (the first token has no prediction), got {targets_from}"
@@ -275,9 +276,9 @@ impl Model {
         let rows = mask_rows(mask)?;
         let n = t - targets_from;
         // A prefix every row shares runs once; it ends at the latest where the targets begin.
-        let host_ids: Vec<Vec<u32>> = ids.to_dtype(DType::U32)?.to_vec2()?;
-        let shared = common_prefix(&host_ids, &rows).min(targets_from);
-        let hsel = if shared >= MIN_SHARED_PREFIX {
+        let host_ids: Vec<Vec<u32>> = flat.chunks(t.max(1)).map(<[u32]>::to_vec).collect();
+        let shared = worth_sharing(common_prefix(&host_ids, &rows), targets_from);
+        let hsel = if shared > 0 {
             let h = self.hidden_shared_prefix(ids, shared, &rows, grad)?;
             // Row of the hidden state at position j of sequence r (see hidden_shared_prefix).
             let s = t - shared;
@@ -345,7 +346,7 @@ impl Model {
         past_real: &[u32],
         cache: &mut KvCache,
     ) -> Result<Tensor> {
-        let (b, t) = self.check_ids(ids)?;
+        let (b, t, _) = self.check_ids(ids)?;
         let past = cache.len;
         if key_mask.len() != b || key_mask.iter().any(|r| r.len() != past + t) {
             return Err(ModelError::Input(

@@ -6,7 +6,7 @@ mod shared_prefix;
 mod weights;
 
 pub use kv_cache::KvCache;
-pub(crate) use shared_prefix::MIN_SHARED_PREFIX;
+pub use shared_prefix::{common_prefix_len, shared_prefix_len};
 
 use crate::config::ModelConfig;
 use crate::nn::Linear;

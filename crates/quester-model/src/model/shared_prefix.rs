@@ -17,24 +17,43 @@ use candle_core::{DType, Device, Tensor};
 /// Below this many shared tokens the bookkeeping is not worth it.
 pub(crate) const MIN_SHARED_PREFIX: usize = 8;
 
-/// The number of leading positions where every row holds a real token and all rows hold the
-/// same one (0 for a single row: there is nothing to share).
-pub(crate) fn common_prefix(ids: &[Vec<u32>], mask: &[Vec<u32>]) -> usize {
-    let (Some(first), Some(first_mask)) = (ids.first(), mask.first()) else {
-        return 0;
-    };
-    if ids.len() < 2 {
+/// Leading tokens that every row has in common (0 for fewer than two rows: nothing to share).
+pub fn common_prefix_len(rows: &[&[u32]]) -> usize {
+    let [first, rest @ ..] = rows else { return 0 };
+    if rest.is_empty() {
         return 0;
     }
     (0..first.len())
-        .take_while(|&j| {
-            first_mask[j] != 0
-                && ids
-                    .iter()
-                    .zip(mask)
-                    .all(|(r, m)| r.get(j) == Some(&first[j]) && m.get(j) == Some(&1))
-        })
+        .take_while(|&j| rest.iter().all(|r| r.get(j) == Some(&first[j])))
         .count()
+}
+
+/// The prefix a batch runs once: the tokens every row starts with, at most `limit`, or 0 when
+/// that is too short to be worth it. Training, scoring and generation all decide by this.
+pub fn shared_prefix_len(rows: &[&[u32]], limit: usize) -> usize {
+    worth_sharing(common_prefix_len(rows), limit)
+}
+
+/// `common` shared tokens capped at `limit`, or 0 below [`MIN_SHARED_PREFIX`].
+pub(crate) fn worth_sharing(common: usize, limit: usize) -> usize {
+    let n = common.min(limit);
+    if n >= MIN_SHARED_PREFIX {
+        n
+    } else {
+        0
+    }
+}
+
+/// The number of leading positions where every row holds a real token and all rows hold the
+/// same one (0 for a single row: there is nothing to share).
+pub(crate) fn common_prefix(ids: &[Vec<u32>], mask: &[Vec<u32>]) -> usize {
+    let rows: Vec<&[u32]> = ids.iter().map(Vec::as_slice).collect();
+    let real = mask
+        .iter()
+        .map(|m| m.iter().take_while(|&&x| x != 0).count())
+        .min()
+        .unwrap_or(0);
+    common_prefix_len(&rows).min(real)
 }
 
 impl Model {

@@ -4,6 +4,7 @@
 //! because the step divides its surrogate by the mini-batch's token count).
 
 use candle_core::Device;
+use quester_model::model::shared_prefix_len;
 use quester_model::train_step::{
     LossKind, TrainBatch, TrainSequence, TrainStep, TrainStepConfig, TrainStepError, TrainableModel,
 };
@@ -102,14 +103,6 @@ fn detached_logprobs(
         }
     }
     Ok(out)
-}
-
-/// Leading tokens that every sequence of `chunk` has in common (run once by the model).
-fn common_prefix(chunk: &[TrainSequence]) -> usize {
-    let Some(first) = chunk.first() else { return 0 };
-    (0..first.ids.len())
-        .take_while(|&j| chunk.iter().all(|s| s.ids.get(j) == Some(&first.ids[j])))
-        .count()
 }
 
 /// Indices of `seqs` in token order: sequences that start alike sit side by side, so a
@@ -307,7 +300,8 @@ impl TrainablePolicy for NativePolicy {
         let mut shared = 0;
         for chunk in seqs.chunks(mb) {
             let tb = TrainBatch::from_sequences(chunk, self.pad_id, &Device::Cpu).map_err(err)?;
-            shared += (chunk.len() - 1) * common_prefix(chunk).min(tb.targets_from);
+            let ids: Vec<&[u32]> = chunk.iter().map(|s| s.ids.as_slice()).collect();
+            shared += (chunk.len() - 1) * shared_prefix_len(&ids, tb.targets_from);
             self.step.accumulate(&tb, total_tokens).map_err(err)?;
         }
         let st = self.step.apply().map_err(err)?;
