@@ -12,7 +12,7 @@ pub mod ops;
 pub use config::{Architecture, ModelConfig};
 pub use error::{ModelError, Result};
 pub use fetch::{default_model_path, quester_home};
-pub use model::{KvCache, Model};
+pub use model::{DecodeWeights, KvCache, Model};
 pub use nn::{Linear, LoraConfig};
 pub mod chat_template;
 pub mod load;
@@ -24,7 +24,9 @@ pub use tokenizer::Tokenizer;
 pub mod generate;
 pub mod score;
 
-pub use generate::{generate, FinishReason, GenerationOutput, GenerationRequest, SamplingParams};
+pub use generate::{
+    generate, generate_with, FinishReason, GenerationOutput, GenerationRequest, SamplingParams,
+};
 pub use score::{score, ScoreOutput};
 
 pub mod checkpoint;

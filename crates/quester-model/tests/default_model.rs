@@ -117,3 +117,42 @@ fn score_of_a_chat_turn_is_consistent() {
     let total: f32 = s.logprobs.iter().sum();
     assert!(total.is_finite() && total < 0.0);
 }
+
+#[test]
+fn batched_sampling_logprobs_equal_scored_logprobs() {
+    // Generation decodes on packed matrices; scoring runs the training forward, which matches
+    // transformers above. The two must agree on the default model too.
+    let m = model();
+    let reqs: Vec<GenerationRequest> = ["Name a colour.", "Count to five.", "Say hi.", "Why?"]
+        .iter()
+        .enumerate()
+        .map(|(i, q)| {
+            let prompt = m
+                .chat_template
+                .render(&[ChatMessage::new("user", *q)], true)
+                .unwrap();
+            GenerationRequest {
+                prompt_ids: m.tokenizer.encode(&prompt).unwrap(),
+                params: SamplingParams {
+                    temperature: 1.0,
+                    max_new_tokens: 12,
+                    seed: i as u64,
+                    ignore_eos: true,
+                    ..Default::default()
+                },
+            }
+        })
+        .collect();
+    let outs = generate(&m.model, &m.tokenizer, &reqs).unwrap();
+    let mut max_err = 0f32;
+    for (r, o) in reqs.iter().zip(&outs) {
+        let scored =
+            quester_model::score::score_ids(&m.model, &r.prompt_ids, &o.token_ids).unwrap();
+        assert_eq!(scored.len(), o.logprobs.len());
+        for (a, b) in o.logprobs.iter().zip(&scored) {
+            max_err = max_err.max((a - b).abs());
+        }
+    }
+    eprintln!("max |sampled - scored log-prob| = {max_err:.2e}");
+    assert!(max_err < 1e-3, "max log-prob difference {max_err}");
+}

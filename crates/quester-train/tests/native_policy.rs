@@ -271,3 +271,28 @@ fn the_kl_reference_is_the_base_model_and_stays_frozen() {
     let mut plain = build_policy(&cfg()).unwrap();
     assert!(plain.reference_logprobs(&seqs).unwrap().is_none());
 }
+
+#[test]
+fn a_full_fine_tune_generates_from_its_updated_weights() {
+    // Generation decodes on a packed copy of the base weights; a full fine-tune changes them at
+    // every update, so the copy must follow.
+    let mut c = cfg();
+    c.model.lora = false;
+    c.training.lr = 1e-2;
+    let mut pol = build_policy(&c).unwrap();
+    let before = sample(pol.as_mut(), "full", 3, 0);
+    let mut seen = Vec::new();
+    pol.update(&train_seqs(&before, false), &mut coef_loss(&mut seen), 0.0)
+        .unwrap();
+    let after = sample(pol.as_mut(), "full", 3, 0);
+    let now = current_logprobs(pol.as_mut(), &train_seqs(&after, false));
+    assert_ne!(after, before, "the update did not reach generation");
+    for (a, g) in after.iter().zip(&now) {
+        for (x, y) in a.logprobs.iter().zip(g) {
+            assert!(
+                (f64::from(*x) - y).abs() < 1e-3,
+                "sampled {x} vs current {y}"
+            );
+        }
+    }
+}

@@ -13,7 +13,7 @@ pub use params::{
 };
 
 use crate::error::{ModelError, Result};
-use crate::model::Model;
+use crate::model::{DecodeWeights, Model};
 use crate::tokenizer::Tokenizer;
 use candle_core::{DType, Device, Tensor};
 use rand::SeedableRng;
@@ -32,9 +32,48 @@ struct SeqState {
     finish: Option<FinishReason>,
 }
 
-/// Generates a response for every request, all in one batch.
+/// Generates a response for every request, all in one batch. An f32 model's matrices are
+/// packed for decoding first (see [`DecodeWeights`]; about the cost of one decoding step);
+/// callers that generate many times between weight changes keep a snapshot and call
+/// [`generate_with`].
 pub fn generate(
     model: &Model,
+    tokenizer: &Tokenizer,
+    requests: &[GenerationRequest],
+) -> Result<Vec<GenerationOutput>> {
+    let weights = match model.dtype() {
+        DType::F32 => Weights::Pack,
+        _ => Weights::Unpacked,
+    };
+    run(model, weights, tokenizer, requests)
+}
+
+/// [`generate`] on a snapshot of `model`'s matrices packed earlier. The snapshot must hold
+/// the model's current base weights (LoRA adapters are read from the model); an error if it
+/// comes from a model of another shape.
+pub fn generate_with(
+    model: &Model,
+    weights: &DecodeWeights,
+    tokenizer: &Tokenizer,
+    requests: &[GenerationRequest],
+) -> Result<Vec<GenerationOutput>> {
+    weights.check(model)?;
+    run(model, Weights::Packed(weights), tokenizer, requests)
+}
+
+/// Where generation reads the base matrices from.
+enum Weights<'a> {
+    /// Pack them for this call.
+    Pack,
+    /// A snapshot packed earlier.
+    Packed(&'a DecodeWeights),
+    /// The model's own tensors (models other than f32).
+    Unpacked,
+}
+
+fn run(
+    model: &Model,
+    weights: Weights<'_>,
     tokenizer: &Tokenizer,
     requests: &[GenerationRequest],
 ) -> Result<Vec<GenerationOutput>> {
@@ -89,6 +128,15 @@ pub fn generate(
     if max_new == 0 {
         return finish_all(tokenizer, states);
     }
+    let own;
+    let packed = match weights {
+        Weights::Pack => {
+            own = DecodeWeights::new(model)?;
+            Some(&own)
+        }
+        Weights::Packed(w) => Some(w),
+        Weights::Unpacked => None,
+    };
     // Prefill. Prompts that start alike (a group's trials of one task) share those tokens:
     // they run once, as a batch of one, and every row's cache starts with their keys and
     // values. The rest of each prompt is left-padded to the longest rest after them.
@@ -102,7 +150,7 @@ pub fn generate(
             (1, shared),
             &Device::Cpu,
         )?;
-        model.forward_cached(&prefix, &[vec![1; shared]], &[0], &mut one)?;
+        model.forward_cached_with(&prefix, &[vec![1; shared]], &[0], &mut one, packed)?;
         cache.fill_prefix(&one)?;
     }
     let max_rest = max_prompt - shared;
@@ -119,7 +167,8 @@ pub fn generate(
         key_mask.push(m);
     }
     let ids = Tensor::from_vec(ids, (b, max_rest), &Device::Cpu)?;
-    let mut logits = model.forward_cached(&ids, &key_mask, &vec![shared as u32; b], &mut cache)?;
+    let past = vec![shared as u32; b];
+    let mut logits = model.forward_cached_with(&ids, &key_mask, &past, &mut cache, packed)?;
     let mut rows: Vec<usize> = (0..b).collect(); // batch row -> index into `states`
     let mut real: Vec<u32> = requests.iter().map(|r| r.prompt_ids.len() as u32).collect();
     loop {
@@ -206,7 +255,7 @@ pub fn generate(
         }
         let n = rows.len();
         let step = Tensor::from_vec(next, (n, 1), &Device::Cpu)?;
-        logits = model.forward_cached(&step, &key_mask, &real, &mut cache)?;
+        logits = model.forward_cached_with(&step, &key_mask, &real, &mut cache, packed)?;
         for r in real.iter_mut() {
             *r += 1;
         }

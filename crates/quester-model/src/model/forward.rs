@@ -1,12 +1,13 @@
 //! Forward passes: full-sequence (training, scoring) and incremental with a KV cache (generation).
 
 use super::shared_prefix::{common_prefix, worth_sharing};
-use super::{KvCache, Layer, Model};
+use super::{DecodeWeights, KvCache, Layer, Model, PackedLayer};
 use crate::error::{ModelError, Result};
 use crate::nn::linear::pick;
+use crate::nn::Linear;
 use crate::ops::{
     causal_attention, frozen_matmul, gather_log_softmax, rms_norm, rope, rope_tables,
-    softmax_entropy, swiglu,
+    softmax_entropy, swiglu, PackedMatrix,
 };
 use candle_core::{DType, Device, Tensor};
 
@@ -56,6 +57,7 @@ impl Model {
         pos: &[Vec<u32>],
         key_mask: &[Vec<u32>],
         mut cache: Option<&mut KvCache>,
+        packed: Option<&DecodeWeights>,
         grad: bool,
     ) -> Result<Tensor> {
         // Under LoRA only the adapters train: embeddings and norms stay off the graph.
@@ -82,8 +84,9 @@ impl Model {
         for (li, layer) in self.layers.iter().enumerate() {
             let kv = cache.as_deref_mut().map(|c| (&c.keys[li], &c.values[li]));
             let h = rms_norm(&x, &pick(&layer.input_layernorm, track), cfg.rms_norm_eps)?;
-            let a = self.attention(layer, &h, (&cos, &sin), key_mask, kv, past, grad)?;
-            x = self.mlp_block(layer, &(x + a)?, grad)?;
+            let pl = packed.map(|p| &p.layers[li]);
+            let a = self.attention(layer, pl, &h, (&cos, &sin), key_mask, kv, past, grad)?;
+            x = self.mlp_block(layer, pl, &(x + a)?, grad)?;
         }
         if let Some(c) = cache {
             c.len += t;
@@ -95,6 +98,7 @@ impl Model {
     fn attention(
         &self,
         layer: &Layer,
+        packed: Option<&PackedLayer>,
         x: &Tensor,
         tables: (&Tensor, &Tensor),
         key_mask: &[Vec<u32>],
@@ -102,7 +106,7 @@ impl Model {
         past: usize,
         grad: bool,
     ) -> candle_core::Result<Tensor> {
-        let (q, k, v) = self.qkv(layer, x, tables, grad)?;
+        let (q, k, v) = self.qkv(layer, packed, x, tables, grad)?;
         let (q, k, v) = (self.group_queries(&q)?, heads_first(&k)?, heads_first(&v)?);
         let t = x.dims()[1];
         let (k, v) = match kv {
@@ -114,14 +118,17 @@ impl Model {
             None => (k, v),
         };
         let o = causal_attention(&q, &k, &v, key_mask, past)?;
-        layer.o_proj.forward(&self.ungroup(&o, t)?, grad)
+        let o = self.ungroup(&o, t)?;
+        layer.o_proj.forward_with(&o, packed.map(|p| &p.o), grad)
     }
 
     /// The attention inputs of `x` [B, T, hidden]: q [B, T, H, D] rotated and scaled by
     /// 1/sqrt(D), k and v [B, T, KVH, D] (k rotated), with the rope tables [B, T, D/2].
+    /// `packed` (generation only) holds the layer's matrices packed for decoding.
     pub(super) fn qkv(
         &self,
         layer: &Layer,
+        packed: Option<&PackedLayer>,
         x: &Tensor,
         (cos, sin): (&Tensor, &Tensor),
         grad: bool,
@@ -133,9 +140,10 @@ impl Model {
             cfg.num_key_value_heads,
             cfg.head_dim,
         );
-        let mut q = layer.q_proj.forward(x, grad)?.reshape((b, t, h, d))?;
-        let mut k = layer.k_proj.forward(x, grad)?.reshape((b, t, kvh, d))?;
-        let v = layer.v_proj.forward(x, grad)?.reshape((b, t, kvh, d))?;
+        let proj = |l: &Linear, p: Option<&PackedMatrix>| l.forward_with(x, p, grad);
+        let mut q = proj(&layer.q_proj, packed.map(|p| &p.q))?.reshape((b, t, h, d))?;
+        let mut k = proj(&layer.k_proj, packed.map(|p| &p.k))?.reshape((b, t, kvh, d))?;
+        let v = proj(&layer.v_proj, packed.map(|p| &p.v))?.reshape((b, t, kvh, d))?;
         if let (Some(qn), Some(kn)) = (&layer.q_norm, &layer.k_norm) {
             let track = grad && !self.lora_attached;
             q = rms_norm(&q, &pick(qn, track), cfg.rms_norm_eps)?;
@@ -171,6 +179,7 @@ impl Model {
     pub(super) fn mlp_block(
         &self,
         layer: &Layer,
+        packed: Option<&PackedLayer>,
         x: &Tensor,
         grad: bool,
     ) -> candle_core::Result<Tensor> {
@@ -180,17 +189,20 @@ impl Model {
             &pick(&layer.post_attention_layernorm, track),
             self.config.rms_norm_eps,
         )?;
-        let m = layer.down_proj.forward(
-            &swiglu(
-                &layer.gate_proj.forward(&h, grad)?,
-                &layer.up_proj.forward(&h, grad)?,
-            )?,
-            grad,
-        )?;
+        let gate = layer
+            .gate_proj
+            .forward_with(&h, packed.map(|p| &p.gate), grad)?;
+        let up = layer
+            .up_proj
+            .forward_with(&h, packed.map(|p| &p.up), grad)?;
+        let m =
+            layer
+                .down_proj
+                .forward_with(&swiglu(&gate, &up)?, packed.map(|p| &p.down), grad)?;
         x + m
     }
 
-    fn head(&self, grad: bool) -> Tensor {
+    pub(super) fn head(&self, grad: bool) -> Tensor {
         match &self.lm_head {
             Some(w) => pick(w, grad),
             None => pick(&self.embed_tokens, grad),
@@ -213,7 +225,7 @@ impl Model {
         let (b, t, _) = self.check_ids(ids)?;
         let rows = mask_rows(mask)?;
         let pos = positions(&rows, &vec![0; b]);
-        let h = self.hidden(ids, &pos, &rows, None, true)?;
+        let h = self.hidden(ids, &pos, &rows, None, None, true)?;
         let logits = self.head_logits(&h.reshape((b * t, self.config.hidden_size))?, true)?;
         Ok(logits.reshape((b, t, self.config.vocab_size))?)
     }
@@ -295,7 +307,7 @@ impl Model {
             h.index_select(&Tensor::from_vec(idx, b * n, &Device::Cpu)?, 0)?
         } else {
             let pos = positions(&rows, &vec![0; b]);
-            self.hidden(ids, &pos, &rows, None, grad)?
+            self.hidden(ids, &pos, &rows, None, None, grad)?
                 .narrow(1, targets_from - 1, n)?
                 .reshape((b * n, self.config.hidden_size))?
         };
@@ -346,6 +358,22 @@ impl Model {
         past_real: &[u32],
         cache: &mut KvCache,
     ) -> Result<Tensor> {
+        self.forward_cached_with(ids, key_mask, past_real, cache, None)
+    }
+
+    /// [`Model::forward_cached`] with the base matrices read from `packed` (a snapshot of this
+    /// model's, see [`DecodeWeights`]) when given.
+    pub fn forward_cached_with(
+        &self,
+        ids: &Tensor,
+        key_mask: &[Vec<u32>],
+        past_real: &[u32],
+        cache: &mut KvCache,
+        packed: Option<&DecodeWeights>,
+    ) -> Result<Tensor> {
+        if let Some(p) = packed {
+            p.check(self)?;
+        }
         let (b, t, _) = self.check_ids(ids)?;
         let past = cache.len;
         if key_mask.len() != b || key_mask.iter().any(|r| r.len() != past + t) {
@@ -355,11 +383,14 @@ impl Model {
         }
         let new_mask: Vec<Vec<u32>> = key_mask.iter().map(|r| r[past..].to_vec()).collect();
         let pos = positions(&new_mask, past_real);
-        let h = self.hidden(ids, &pos, key_mask, Some(cache), false)?;
+        let h = self.hidden(ids, &pos, key_mask, Some(cache), packed, false)?;
         let last = h
             .narrow(1, t - 1, 1)?
             .reshape((b, self.config.hidden_size))?;
-        self.head_logits(&last, false)
+        match packed {
+            Some(p) => Ok(p.head.matmul(&last)?),
+            None => self.head_logits(&last, false),
+        }
     }
 
     /// A KV cache sized for this model.

@@ -1,10 +1,13 @@
 //! The Llama-family decoder (Llama / SmolLM2, Qwen2, Qwen3) with trainable f32 weights.
 
+mod decode_weights;
 mod forward;
 mod kv_cache;
 mod shared_prefix;
 mod weights;
 
+pub use decode_weights::DecodeWeights;
+pub(crate) use decode_weights::PackedLayer;
 pub use kv_cache::KvCache;
 pub use shared_prefix::{common_prefix_len, shared_prefix_len};
 

@@ -102,7 +102,7 @@ impl Model {
         let prefix_mask = vec![vec![1u32; p]];
         for layer in &self.layers {
             let h = rms_norm(&x, &pick(&layer.input_layernorm, track), cfg.rms_norm_eps)?;
-            let (q, k, v) = self.qkv(layer, &h, (&cos, &sin), grad)?;
+            let (q, k, v) = self.qkv(layer, None, &h, (&cos, &sin), grad)?;
             let prefix = |x: &Tensor| x.narrow(1, 0, p);
             let suffix = |x: &Tensor| -> candle_core::Result<Tensor> {
                 let (_, _, heads, d) = x.dims4()?;
@@ -139,7 +139,7 @@ impl Model {
             )?
             .reshape((1, n, hd))?;
             let a = layer.o_proj.forward(&o, grad)?;
-            x = self.mlp_block(layer, &(x + a)?, grad)?;
+            x = self.mlp_block(layer, None, &(x + a)?, grad)?;
         }
         Ok(rms_norm(&x, &pick(&self.norm, track), cfg.rms_norm_eps)?
             .reshape((n, cfg.hidden_size))?)

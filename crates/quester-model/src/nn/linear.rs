@@ -1,6 +1,7 @@
 //! The one projection type of the model: a frozen-or-trainable weight, an optional bias and an
 //! optional LoRA adapter.
 
+use crate::ops::PackedMatrix;
 use candle_core::{DType, Device, Result, Tensor, Var};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -121,28 +122,47 @@ impl Linear {
                 l.scale,
             )?,
             // Generation (nothing tracked) or full fine-tuning (no adapter, base tracked).
-            (lora, _) => {
-                let mut y = if grad {
+            _ => {
+                let y = if grad {
                     x2.matmul(&pick(&self.weight, true).t()?)?
                 } else {
                     // Generation: frozen_matmul has a fast path for the few rows of decoding.
                     crate::ops::frozen_matmul(&x2, self.weight.as_tensor())?
                 };
-                if let Some(b) = &self.bias {
-                    y = y.broadcast_add(&pick(b, grad))?;
-                }
-                if let Some(l) = lora {
-                    let u = crate::ops::frozen_matmul(&x2, l.a.as_tensor())?;
-                    let delta = crate::ops::frozen_matmul(&u, l.b.as_tensor())?;
-                    y = (y + (delta * l.scale)?)?;
-                }
-                y
+                self.add_bias_and_adapter(y, &x2, grad)?
             }
         };
         if let Some(last) = dims.last_mut() {
             *last = self.out_dim();
         }
         y.reshape(dims)
+    }
+
+    /// [`Linear::forward`], with the base product read from `packed` (W packed for generation)
+    /// when given and no gradient is wanted.
+    pub(crate) fn forward_with(
+        &self,
+        x: &Tensor,
+        packed: Option<&PackedMatrix>,
+        grad: bool,
+    ) -> Result<Tensor> {
+        match packed {
+            Some(p) if !grad => self.add_bias_and_adapter(p.matmul(x)?, x, false),
+            _ => self.forward(x, grad),
+        }
+    }
+
+    /// `y + bias + LoRA(x)` for the untracked adapter (generation) or a model without one.
+    fn add_bias_and_adapter(&self, mut y: Tensor, x: &Tensor, grad: bool) -> Result<Tensor> {
+        if let Some(b) = &self.bias {
+            y = y.broadcast_add(&pick(b, grad))?;
+        }
+        if let Some(l) = &self.lora {
+            let u = crate::ops::frozen_matmul(x, l.a.as_tensor())?;
+            let delta = crate::ops::frozen_matmul(&u, l.b.as_tensor())?;
+            y = (y + (delta * l.scale)?)?;
+        }
+        Ok(y)
     }
 
     /// An independent copy with every weight cast to `dtype` (f64 for finite-difference tests).

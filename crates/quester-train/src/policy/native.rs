@@ -9,9 +9,11 @@ use quester_model::train_step::{
     LossKind, TrainBatch, TrainSequence, TrainStep, TrainStepConfig, TrainStepError, TrainableModel,
 };
 use quester_model::{
-    ChatMessage as MChat, ChatTemplate, GenerationRequest, LoraConfig, Model, Tokenizer,
+    ChatMessage as MChat, ChatTemplate, DecodeWeights, GenerationRequest, LoraConfig, Model,
+    Tokenizer,
 };
 use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use super::{
     GenRequest, Generation, LossValue, Policy, SamplingParams, TrainSeq, TrainablePolicy,
@@ -57,6 +59,10 @@ pub struct NativePolicy {
     /// The frozen reference of the KL penalty (only when `algorithm.kl_coef > 0`): the base
     /// model under LoRA (its weights never change), a copy of the initial weights otherwise.
     reference: Option<Model>,
+    /// The base matrices packed for generation, made at the first rollout and kept until the
+    /// base weights change (every update of a full fine-tune, a checkpoint load); under LoRA
+    /// the base is frozen and one snapshot serves the whole run.
+    decode: Mutex<Option<Arc<DecodeWeights>>>,
 }
 
 fn err<E: std::fmt::Display>(e: E) -> TrainError {
@@ -153,7 +159,33 @@ pub fn build(cfg: &TrainConfig) -> Result<Box<dyn super::TrainablePolicy>, Train
         pad_id,
         micro_batch: cfg.training.micro_batch.max(1),
         reference,
+        decode: Mutex::new(None),
     }))
+}
+
+impl NativePolicy {
+    /// The packed snapshot of the current base weights, made on first use (None for models
+    /// other than f32, which generate from their own tensors).
+    fn decode_weights(&self) -> Result<Option<Arc<DecodeWeights>>, TrainError> {
+        let model = &self.step.model().0;
+        if model.dtype() != candle_core::DType::F32 {
+            return Ok(None);
+        }
+        let mut slot = self.decode.lock().unwrap_or_else(PoisonError::into_inner);
+        if slot.is_none() {
+            let t = std::time::Instant::now();
+            *slot = Some(Arc::new(DecodeWeights::new(model).map_err(err)?));
+            tracing::debug!(
+                seconds = t.elapsed().as_secs_f64(),
+                "packed decoding weights"
+            );
+        }
+        Ok(slot.clone())
+    }
+
+    fn forget_decode_weights(&self) {
+        *self.decode.lock().unwrap_or_else(PoisonError::into_inner) = None;
+    }
 }
 
 impl Policy for NativePolicy {
@@ -187,8 +219,12 @@ impl Policy for NativePolicy {
         }
         let longest = reqs.iter().map(|r| r.prompt_ids.len()).max().unwrap_or(0);
         let t = std::time::Instant::now();
-        let outs =
-            quester_model::generate(&self.step.model().0, &self.tokenizer, &reqs).map_err(err)?;
+        let model = &self.step.model().0;
+        let outs = match self.decode_weights()? {
+            Some(w) => quester_model::generate_with(model, &w, &self.tokenizer, &reqs),
+            None => quester_model::generate(model, &self.tokenizer, &reqs),
+        }
+        .map_err(err)?;
         tracing::debug!(
             batch = reqs.len(),
             longest_prompt = longest,
@@ -305,6 +341,9 @@ impl TrainablePolicy for NativePolicy {
             self.step.accumulate(&tb, total_tokens).map_err(err)?;
         }
         let st = self.step.apply().map_err(err)?;
+        if !self.step.model().0.lora_attached {
+            self.forget_decode_weights();
+        }
         tracing::debug!(
             sequences = seqs.len(),
             tokens = seqs.iter().map(|s| s.ids.len()).sum::<usize>(),
@@ -373,6 +412,7 @@ impl TrainablePolicy for NativePolicy {
             .map_err(err)?;
         ck.restore_weights(&self.step.model().trainable_vars())
             .map_err(err)?;
+        self.forget_decode_weights();
         ck.restore_optimizer(self.step.optimizer_mut()).map_err(err)
     }
 }

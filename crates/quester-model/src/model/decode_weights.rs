@@ -1,0 +1,84 @@
+//! The model's matrices packed once for generation ([`PackedMatrix`]), so no decoding step
+//! re-packs them.
+
+use super::Model;
+use crate::error::{ModelError, Result};
+use crate::ops::PackedMatrix;
+use candle_core::DType;
+
+/// The seven projections of one layer, packed.
+#[derive(Debug)]
+pub(crate) struct PackedLayer {
+    pub(crate) q: PackedMatrix,
+    pub(crate) k: PackedMatrix,
+    pub(crate) v: PackedMatrix,
+    pub(crate) o: PackedMatrix,
+    pub(crate) gate: PackedMatrix,
+    pub(crate) up: PackedMatrix,
+    pub(crate) down: PackedMatrix,
+}
+
+/// A snapshot of an f32 model's base matrices (every projection and the output head) packed
+/// for [`crate::generate::generate_with`]. LoRA adapters, biases and norms are not part of it:
+/// generation reads those from the model, so training an adapter leaves a snapshot valid. Any
+/// change to a base matrix (a full fine-tuning step, loading weights) needs a new snapshot.
+/// Costs as much memory as the matrices themselves.
+#[derive(Debug)]
+pub struct DecodeWeights {
+    pub(crate) layers: Vec<PackedLayer>,
+    pub(crate) head: PackedMatrix,
+}
+
+impl DecodeWeights {
+    /// Packs the current base matrices of an f32 model.
+    pub fn new(model: &Model) -> Result<Self> {
+        if model.dtype() != DType::F32 {
+            return Err(ModelError::Input(format!(
+                "packed decoding weights need an f32 model, not {:?}",
+                model.dtype()
+            )));
+        }
+        let pack = |l: &crate::nn::Linear| PackedMatrix::from_tensor(l.weight.as_tensor());
+        let layers = model
+            .layers
+            .iter()
+            .map(|l| -> Result<PackedLayer> {
+                Ok(PackedLayer {
+                    q: pack(&l.q_proj)?,
+                    k: pack(&l.k_proj)?,
+                    v: pack(&l.v_proj)?,
+                    o: pack(&l.o_proj)?,
+                    gate: pack(&l.gate_proj)?,
+                    up: pack(&l.up_proj)?,
+                    down: pack(&l.down_proj)?,
+                })
+            })
+            .collect::<Result<_>>()?;
+        let head = PackedMatrix::from_tensor(&model.head(false))?;
+        Ok(DecodeWeights { layers, head })
+    }
+
+    /// An error unless these are packed from a model of `model`'s shape.
+    pub(crate) fn check(&self, model: &Model) -> Result<()> {
+        let dims = |p: &PackedMatrix| (p.out_dim(), p.in_dim());
+        let lin = |l: &crate::nn::Linear| (l.out_dim(), l.in_dim());
+        let same = self.layers.len() == model.layers.len()
+            && dims(&self.head) == (model.config.vocab_size, model.config.hidden_size)
+            && self.layers.iter().zip(&model.layers).all(|(p, l)| {
+                dims(&p.q) == lin(&l.q_proj)
+                    && dims(&p.k) == lin(&l.k_proj)
+                    && dims(&p.v) == lin(&l.v_proj)
+                    && dims(&p.o) == lin(&l.o_proj)
+                    && dims(&p.gate) == lin(&l.gate_proj)
+                    && dims(&p.up) == lin(&l.up_proj)
+                    && dims(&p.down) == lin(&l.down_proj)
+            });
+        if same {
+            Ok(())
+        } else {
+            Err(ModelError::Input(
+                "the packed decoding weights come from a model of another shape".into(),
+            ))
+        }
+    }
+}

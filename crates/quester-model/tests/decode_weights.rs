@@ -1,0 +1,116 @@
+//! Generation on matrices packed once (`DecodeWeights`): the same tokens and log-probs as the
+//! model's own tensors, snapshots that stay valid while only adapters train, and errors for a
+//! snapshot of another model.
+
+use candle_core::{DType, Device, Tensor};
+use quester_model::generate::{generate, generate_with, GenerationRequest, SamplingParams};
+use quester_model::{load_hf_dir, DecodeWeights, LoraConfig, Model, ModelConfig};
+use std::path::PathBuf;
+
+fn tiny() -> quester_model::LoadedModel {
+    load_hf_dir(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny-llama"))
+        .unwrap()
+}
+
+fn requests(m: &quester_model::LoadedModel) -> Vec<GenerationRequest> {
+    ["go left", "a longer prompt for the second row", "x"]
+        .iter()
+        .enumerate()
+        .map(|(i, text)| GenerationRequest {
+            prompt_ids: m.tokenizer.encode(text).unwrap(),
+            params: SamplingParams {
+                temperature: 1.2,
+                max_new_tokens: 10,
+                seed: i as u64,
+                ignore_eos: true,
+                ..Default::default()
+            },
+        })
+        .collect()
+}
+
+#[test]
+fn packed_logits_equal_the_models_own() {
+    let m = tiny();
+    let model = &m.model;
+    let packed = DecodeWeights::new(model).unwrap();
+    let ids = Tensor::new(&[[5u32, 9, 14], [0, 3, 7]], &Device::Cpu).unwrap();
+    let mask = vec![vec![1u32, 1, 1], vec![0, 1, 1]];
+    let (mut a, mut b) = (
+        model.new_cache(2, 8).unwrap(),
+        model.new_cache(2, 8).unwrap(),
+    );
+    let own = model.forward_cached(&ids, &mask, &[0, 0], &mut a).unwrap();
+    let fast = model
+        .forward_cached_with(&ids, &mask, &[0, 0], &mut b, Some(&packed))
+        .unwrap();
+    let step = Tensor::new(&[[2u32], [4]], &Device::Cpu).unwrap();
+    let mask2: Vec<Vec<u32>> = mask.iter().map(|r| [r.as_slice(), &[1]].concat()).collect();
+    let own2 = model
+        .forward_cached(&step, &mask2, &[3, 2], &mut a)
+        .unwrap();
+    let fast2 = model
+        .forward_cached_with(&step, &mask2, &[3, 2], &mut b, Some(&packed))
+        .unwrap();
+    for (x, y) in [(own, fast), (own2, fast2)] {
+        let err = (x - y)
+            .unwrap()
+            .abs()
+            .unwrap()
+            .max_all()
+            .unwrap()
+            .to_scalar::<f32>()
+            .unwrap();
+        assert!(err < 1e-4, "max |logit difference| {err}");
+    }
+}
+
+#[test]
+fn a_kept_snapshot_generates_what_generate_does() {
+    let m = tiny();
+    let reqs = requests(&m);
+    let packed = DecodeWeights::new(&m.model).unwrap();
+    let fresh = generate(&m.model, &m.tokenizer, &reqs).unwrap();
+    let kept = generate_with(&m.model, &packed, &m.tokenizer, &reqs).unwrap();
+    assert_eq!(fresh, kept);
+}
+
+#[test]
+fn a_snapshot_stays_valid_while_adapters_change() {
+    let mut m = tiny();
+    let packed = DecodeWeights::new(&m.model).unwrap();
+    m.model.attach_lora(&LoraConfig::default()).unwrap();
+    // Move every adapter away from zero, as training would.
+    for layer in &m.model.layers {
+        let lora = layer.q_proj.lora.as_ref().unwrap();
+        let b = lora.b.as_tensor();
+        lora.b
+            .set(&Tensor::ones(b.dims(), b.dtype(), &Device::Cpu).unwrap())
+            .unwrap();
+    }
+    let reqs = requests(&m);
+    let fresh = generate(&m.model, &m.tokenizer, &reqs).unwrap();
+    let kept = generate_with(&m.model, &packed, &m.tokenizer, &reqs).unwrap();
+    assert_eq!(fresh, kept);
+    // The adapters are really in use: the base snapshot alone would decode differently.
+    let base = tiny();
+    let without = generate_with(&base.model, &packed, &base.tokenizer, &reqs).unwrap();
+    assert_ne!(fresh, without);
+}
+
+#[test]
+fn snapshots_of_another_model_or_dtype_are_errors() {
+    let m = tiny();
+    let mut cfg: ModelConfig = m.model.config.clone();
+    cfg.num_hidden_layers += 1;
+    let other = Model::tiny_random(&cfg, 1).unwrap();
+    let packed = DecodeWeights::new(&other).unwrap();
+    let err = generate_with(&m.model, &packed, &m.tokenizer, &requests(&m)).unwrap_err();
+    assert!(err.to_string().contains("another shape"), "{err}");
+    let f64_model = m.model.to_dtype(DType::F64).unwrap();
+    let err = DecodeWeights::new(&f64_model).unwrap_err();
+    assert!(err.to_string().contains("f32"), "{err}");
+    // generate() itself decodes an f64 model from its own tensors.
+    let out = generate(&f64_model, &m.tokenizer, &requests(&m)).unwrap();
+    assert_eq!(out.len(), 3);
+}
