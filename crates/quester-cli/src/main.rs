@@ -9,7 +9,7 @@ mod cmd_train;
 use clap::{Parser, Subcommand};
 
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: quester_model::alloc::Allocator = quester_model::alloc::Allocator;
 
 #[derive(Parser)]
 #[command(name = "quester", version, about = "Train LLM agents that explore")]
@@ -45,6 +45,7 @@ enum Command {
 }
 
 fn main() -> std::process::ExitCode {
+    quester_model::alloc::keep_freed_memory();
     init_tracing();
     let cli = Cli::parse();
     let result = match cli.command {

@@ -4,6 +4,10 @@
 //! Usage: bench_decode [N=32] [M=128] [R=1] (R repeats the request sentence, for long prompts:
 //! `bench_decode 8 1 40` times the prefill of 8 prompts of about 500 tokens).
 
+// The allocator of the `quester` binary, so the figures are the binary's.
+#[global_allocator]
+static GLOBAL: quester_model::alloc::Allocator = quester_model::alloc::Allocator;
+
 use quester_model::generate::{generate, GenerationRequest, SamplingParams};
 use quester_model::{load_default, ChatMessage};
 use std::time::Instant;
@@ -20,6 +24,7 @@ const TOPICS: [&str; 8] = [
 ];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    quester_model::alloc::keep_freed_memory();
     let args: Vec<usize> = std::env::args()
         .skip(1)
         .filter_map(|a| a.parse().ok())

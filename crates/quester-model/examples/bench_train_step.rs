@@ -10,6 +10,10 @@
 //! ours against candle_nn's, with gradients equal to the weights.)
 //! Prints one line `RESULT ours mode=... step_s=... peak_rss_mb=... loss=...`.
 
+// The allocator of the `quester` binary, so the figures are the binary's.
+#[global_allocator]
+static GLOBAL: quester_model::alloc::Allocator = quester_model::alloc::Allocator;
+
 use candle_core::{Device, Tensor};
 use quester_model::export::{export_hf, HfExportOptions, TokenizerFiles};
 use quester_model::train_step::{TrainBatch, TrainStep, TrainStepConfig};
@@ -108,6 +112,7 @@ fn peak_rss_mb() -> f64 {
 }
 
 fn main() -> Result<(), String> {
+    quester_model::alloc::keep_freed_memory();
     let a = parse()?;
     let loaded = quester_model::load_default().map_err(|e| e.to_string())?;
     if let Some(dir) = &a.export {

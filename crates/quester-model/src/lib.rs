@@ -1,6 +1,7 @@
 //! The model engine: one implementation of Llama-family models in candle that serves rollouts
 //! (batched generation), scoring (log-probabilities) and training (correct gradients).
 
+pub mod alloc;
 pub mod config;
 pub mod error;
 pub mod fetch;
