@@ -16,10 +16,6 @@ use std::sync::Arc;
 /// Query rows per block: the block's score matrix is [QB, S].
 const QB: usize = 64;
 
-/// Blocks of at most this many query rows (decoding: one per head) take dot products and
-/// row updates directly: gemm's packing costs more than products that small.
-const SMALL_QB: usize = 4;
-
 /// Attention of grouped queries over their key/value head with a causal + padding mask.
 ///
 /// - `q` [B, KVH, G*T, D], already scaled by 1/sqrt(D); row `g*T + t` is query `t` of the
@@ -116,16 +112,7 @@ fn block_probs<T: Float>(
     mask: &[u32],
 ) {
     let (d, kn) = (geo.d, hi - lo);
-    if qb <= SMALL_QB {
-        for (i, row) in p.chunks_exact_mut(kn).take(qb).enumerate() {
-            let qi = &q_rows[i * d..(i + 1) * d];
-            for (x, kj) in row.iter_mut().zip(k_rows.chunks_exact(d)) {
-                *x = T::dot(qi, kj);
-            }
-        }
-    } else {
-        mm((qb, kn, d), p, kn, false, q_rows, (d, 1), k_rows, (1, d));
-    }
+    mm((qb, kn, d), p, kn, false, q_rows, (d, 1), k_rows, (1, d));
     for i in 0..qb {
         let qpos = geo.past + t0 + i;
         let row = &mut p[i * kn..(i + 1) * kn];
@@ -188,28 +175,16 @@ fn forward<T: Float>(q: &[T], k: &[T], v: &[T], geo: Geom, mask: &[Vec<u32>]) ->
                 &geo,
                 &mask[b],
             );
-            let o_blk = &mut o[t0 * d..t1 * d];
-            if qb <= SMALL_QB {
-                // o_i = sum_j p_ij v_j; masked keys have p_ij = 0 and are skipped.
-                for (oi, pi) in o_blk.chunks_exact_mut(d).zip(p.chunks_exact(hi - lo)) {
-                    for (&pij, vj) in pi.iter().zip(v_rows.chunks_exact(d)) {
-                        if pij != T::zero() {
-                            oi.iter_mut().zip(vj).for_each(|(a, &x)| *a += pij * x);
-                        }
-                    }
-                }
-            } else {
-                mm(
-                    (qb, d, hi - lo),
-                    o_blk,
-                    d,
-                    false,
-                    &p,
-                    (hi - lo, 1),
-                    v_rows,
-                    (d, 1),
-                );
-            }
+            mm(
+                (qb, d, hi - lo),
+                &mut o[t0 * d..t1 * d],
+                d,
+                false,
+                &p,
+                (hi - lo, 1),
+                v_rows,
+                (d, 1),
+            );
         }
     });
     out
