@@ -499,14 +499,7 @@ mod tests {
             &mask,
             4,
         );
-        let d = (ours - want)
-            .unwrap()
-            .abs()
-            .unwrap()
-            .max_all()
-            .unwrap()
-            .to_scalar::<f32>()
-            .unwrap();
+        let d = crate::ops::test_util::max_abs_diff(&ours, &want);
         assert!(d < 1e-5, "{d}");
     }
 

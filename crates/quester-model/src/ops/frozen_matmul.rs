@@ -102,14 +102,7 @@ mod tests {
             let x = Tensor::randn(0f32, 1.0, (2, rows, 300), &dev).unwrap();
             let ours = frozen_matmul(&x, w.as_tensor()).unwrap();
             let want = x.broadcast_matmul(&w.as_tensor().t().unwrap()).unwrap();
-            let err = (ours - want)
-                .unwrap()
-                .abs()
-                .unwrap()
-                .max_all()
-                .unwrap()
-                .to_scalar::<f32>()
-                .unwrap();
+            let err = crate::ops::test_util::max_abs_diff(&ours, &want);
             assert!(err < 1e-3, "{rows}: {err}");
         }
         let x = Tensor::randn(0f32, 1.0, (2, 5, 300), &dev).unwrap();

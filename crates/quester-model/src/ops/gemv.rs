@@ -141,18 +141,7 @@ mod tests {
                 .map(|i| ((i * 5) % 11) as f32 * 0.1)
                 .collect();
             let y = small_rows_matmul(&x, &w, rows, inp, out);
-            for r in 0..rows {
-                for j in 0..out {
-                    let want: f64 = (0..inp)
-                        .map(|k| f64::from(x[r * inp + k]) * f64::from(w[j * inp + k]))
-                        .sum();
-                    let got = f64::from(y[r * out + j]);
-                    assert!(
-                        (got - want).abs() < 1e-3 * (1.0 + want.abs()),
-                        "{got} {want}"
-                    );
-                }
-            }
+            crate::ops::test_util::assert_x_wt(&y, &x, &w, (rows, inp, out), 1e-3);
         }
     }
 

@@ -79,3 +79,39 @@ pub(crate) fn contiguous<'a, T: WithDType>(s: &'a CpuStorage, l: &Layout) -> Res
 
 /// Rows below this many elements in total are processed on the calling thread.
 pub(crate) const PAR_MIN: usize = 1 << 14;
+
+/// Checks shared by the kernels' unit tests.
+#[cfg(test)]
+pub(crate) mod test_util {
+    use candle_core::Tensor;
+
+    /// Asserts y [rows, out] = x [rows, inp] . W^T (W [out, inp]) within a relative `tol`,
+    /// against the product summed in f64.
+    pub(crate) fn assert_x_wt(
+        y: &[f32],
+        x: &[f32],
+        w: &[f32],
+        (rows, inp, out): (usize, usize, usize),
+        tol: f64,
+    ) {
+        for r in 0..rows {
+            for j in 0..out {
+                let want: f64 = (0..inp)
+                    .map(|k| f64::from(x[r * inp + k]) * f64::from(w[j * inp + k]))
+                    .sum();
+                let got = f64::from(y[r * out + j]);
+                assert!(
+                    (got - want).abs() < tol * (1.0 + want.abs()),
+                    "[{r}, {j}]: {got} vs {want}"
+                );
+            }
+        }
+    }
+
+    /// The largest |a - b| of two f32 tensors of one shape.
+    pub(crate) fn max_abs_diff(a: &Tensor, b: &Tensor) -> f32 {
+        (a - b)
+            .and_then(|d| d.abs()?.max_all()?.to_scalar::<f32>())
+            .expect("tensors of one shape")
+    }
+}

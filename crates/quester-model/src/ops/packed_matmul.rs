@@ -271,6 +271,7 @@ mod avx512 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ops::test_util::{assert_x_wt, max_abs_diff};
 
     fn data(n: usize, seed: usize) -> Vec<f32> {
         (0..n)
@@ -286,18 +287,7 @@ mod tests {
             let y = PackedMatrix::pack(&w, out, inp)
                 .unwrap()
                 .matmul_slice(&x, rows);
-            for r in 0..rows {
-                for j in 0..out {
-                    let want: f64 = (0..inp)
-                        .map(|k| f64::from(x[r * inp + k]) * f64::from(w[j * inp + k]))
-                        .sum();
-                    let got = f64::from(y[r * out + j]);
-                    assert!(
-                        (got - want).abs() < 1e-5 * (1.0 + want.abs()),
-                        "{got} {want}"
-                    );
-                }
-            }
+            assert_x_wt(&y, &x, &w, (rows, inp, out), 1e-5);
         }
     }
 
@@ -340,14 +330,7 @@ mod tests {
         let ours = packed.matmul(&x).unwrap();
         let want = x.broadcast_matmul(&w.t().unwrap()).unwrap();
         assert_eq!(ours.dims(), &[2, 3, 6]);
-        let err = (ours - want)
-            .unwrap()
-            .abs()
-            .unwrap()
-            .max_all()
-            .unwrap()
-            .to_scalar::<f32>()
-            .unwrap();
+        let err = max_abs_diff(&ours, &want);
         assert!(err < 1e-6, "{err}");
         assert!(packed
             .matmul(&Tensor::zeros((2, 5), candle_core::DType::F32, &dev).unwrap())
