@@ -14,6 +14,7 @@ pub use params::{
 
 use crate::error::{ModelError, Result};
 use crate::model::{DecodeWeights, Model};
+use crate::ops::PackedMatrix;
 use crate::tokenizer::Tokenizer;
 use candle_core::{DType, Device, Tensor};
 use rand::SeedableRng;
@@ -32,8 +33,9 @@ struct SeqState {
     finish: Option<FinishReason>,
 }
 
-/// Generates a response for every request, all in one batch. An f32 model's matrices are
-/// packed for decoding first (see [`DecodeWeights`]; about the cost of one decoding step);
+/// Generates a response for every request, all in one batch. On a CPU with AVX-512 an f32
+/// model's matrices are packed for decoding first (see [`DecodeWeights`]; about the cost of
+/// one decoding step);
 /// callers that generate many times between weight changes keep a snapshot and call
 /// [`generate_with`].
 pub fn generate(
@@ -41,9 +43,10 @@ pub fn generate(
     tokenizer: &Tokenizer,
     requests: &[GenerationRequest],
 ) -> Result<Vec<GenerationOutput>> {
-    let weights = match model.dtype() {
-        DType::F32 => Weights::Pack,
-        _ => Weights::Unpacked,
+    let weights = if model.dtype() == DType::F32 && PackedMatrix::has_fast_kernel() {
+        Weights::Pack
+    } else {
+        Weights::Unpacked
     };
     run(model, weights, tokenizer, requests)
 }
@@ -67,7 +70,7 @@ enum Weights<'a> {
     Pack,
     /// A snapshot packed earlier.
     Packed(&'a DecodeWeights),
-    /// The model's own tensors (models other than f32).
+    /// The model's own tensors (models other than f32, CPUs without AVX-512).
     Unpacked,
 }
 

@@ -66,6 +66,19 @@ impl PackedMatrix {
         Self::pack(&w.to_vec1::<f32>()?, out, inp)
     }
 
+    /// True where the vector kernel runs (x86-64 with AVX-512). Elsewhere the products fall
+    /// back to a portable loop that is correct but slower than gemm, so callers pack only here.
+    pub fn has_fast_kernel() -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            std::is_x86_feature_detected!("avx512f")
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
+    }
+
     /// Output width.
     pub fn out_dim(&self) -> usize {
         self.out

@@ -5,6 +5,7 @@
 
 use candle_core::Device;
 use quester_model::model::shared_prefix_len;
+use quester_model::ops::PackedMatrix;
 use quester_model::train_step::{
     LossKind, TrainBatch, TrainSequence, TrainStep, TrainStepConfig, TrainStepError, TrainableModel,
 };
@@ -165,10 +166,11 @@ pub fn build(cfg: &TrainConfig) -> Result<Box<dyn super::TrainablePolicy>, Train
 
 impl NativePolicy {
     /// The packed snapshot of the current base weights, made on first use (None for models
-    /// other than f32, which generate from their own tensors).
+    /// other than f32 and CPUs without the packed kernel: those generate from the model's own
+    /// tensors).
     fn decode_weights(&self) -> Result<Option<Arc<DecodeWeights>>, TrainError> {
         let model = &self.step.model().0;
-        if model.dtype() != candle_core::DType::F32 {
+        if model.dtype() != candle_core::DType::F32 || !PackedMatrix::has_fast_kernel() {
             return Ok(None);
         }
         let mut slot = self.decode.lock().unwrap_or_else(PoisonError::into_inner);
