@@ -18,6 +18,15 @@ pub(crate) struct PackedLayer {
     pub(crate) down: PackedMatrix,
 }
 
+impl PackedLayer {
+    /// The matrices in the order of [`super::Layer::projections`].
+    fn matrices(&self) -> [&PackedMatrix; 7] {
+        [
+            &self.q, &self.k, &self.v, &self.o, &self.gate, &self.up, &self.down,
+        ]
+    }
+}
+
 /// A snapshot of an f32 model's base matrices (every projection and the output head) packed
 /// for [`crate::generate::generate_with`]. LoRA adapters, biases and norms are not part of it:
 /// generation reads those from the model, so training an adapter leaves a snapshot valid. Any
@@ -61,17 +70,13 @@ impl DecodeWeights {
     /// An error unless these are packed from a model of `model`'s shape.
     pub(crate) fn check(&self, model: &Model) -> Result<()> {
         let dims = |p: &PackedMatrix| (p.out_dim(), p.in_dim());
-        let lin = |l: &crate::nn::Linear| (l.out_dim(), l.in_dim());
         let same = self.layers.len() == model.layers.len()
             && dims(&self.head) == (model.config.vocab_size, model.config.hidden_size)
             && self.layers.iter().zip(&model.layers).all(|(p, l)| {
-                dims(&p.q) == lin(&l.q_proj)
-                    && dims(&p.k) == lin(&l.k_proj)
-                    && dims(&p.v) == lin(&l.v_proj)
-                    && dims(&p.o) == lin(&l.o_proj)
-                    && dims(&p.gate) == lin(&l.gate_proj)
-                    && dims(&p.up) == lin(&l.up_proj)
-                    && dims(&p.down) == lin(&l.down_proj)
+                p.matrices()
+                    .iter()
+                    .zip(l.projections())
+                    .all(|(m, (_, lin))| dims(m) == (lin.out_dim(), lin.in_dim()))
             });
         if same {
             Ok(())

@@ -59,11 +59,18 @@ impl PackedMatrix {
         Ok(PackedMatrix { out, inp, data })
     }
 
-    /// Packs the f32 tensor W [out, inp].
+    /// Packs the f32 tensor W [out, inp], read in place (no host copy of a contiguous W).
     pub fn from_tensor(w: &Tensor) -> Result<Self> {
         let (out, inp) = w.dims2()?;
-        let w = w.to_dtype(candle_core::DType::F32)?.flatten_all()?;
-        Self::pack(&w.to_vec1::<f32>()?, out, inp)
+        let w = w.contiguous()?;
+        let (storage, layout) = w.storage_and_layout();
+        let candle_core::Storage::Cpu(cpu) = &*storage else {
+            bail!("packed matmul: the weight must be on the CPU")
+        };
+        let CpuStorage::F32(_) = cpu else {
+            bail!("packed matmul: an f32 weight expected, not {:?}", w.dtype())
+        };
+        Self::pack(super::contiguous::<f32>(cpu, layout)?, out, inp)
     }
 
     /// True where the vector kernel runs (x86-64 with AVX-512). Elsewhere the products fall
