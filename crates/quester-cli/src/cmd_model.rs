@@ -2,7 +2,7 @@
 
 use anyhow::Context;
 use quester_model::{
-    generate, load, load_default, score, ChatMessage, GenerationRequest, LoadedModel,
+    generate, load, load_default, parse_device, score, ChatMessage, GenerationRequest, LoadedModel,
     SamplingParams,
 };
 use serde_json::json;
@@ -21,6 +21,9 @@ pub struct ModelArg {
     /// A GGUF file or a Hugging Face layout directory; default: the embedded default model.
     #[arg(long)]
     pub model: Option<PathBuf>,
+    /// Where the model runs: cpu, cuda or cuda:N (CUDA needs a build with the `cuda` feature).
+    #[arg(long, default_value = "cpu")]
+    pub device: String,
 }
 
 #[derive(clap::Args)]
@@ -93,10 +96,15 @@ pub fn run_model(cmd: ModelCommand) -> anyhow::Result<()> {
 }
 
 fn load_model(arg: &ModelArg) -> anyhow::Result<LoadedModel> {
-    match &arg.model {
-        Some(path) => load(path).with_context(|| format!("loading model {}", path.display())),
-        None => load_default().context("loading the default model"),
+    let device = parse_device(&arg.device).context("--device")?;
+    let mut lm = match &arg.model {
+        Some(path) => load(path).with_context(|| format!("loading model {}", path.display()))?,
+        None => load_default().context("loading the default model")?,
+    };
+    if !device.is_cpu() {
+        lm.model = lm.model.to_device(&device)?;
     }
+    Ok(lm)
 }
 
 fn params(s: &SamplingArgs, seed: u64) -> SamplingParams {

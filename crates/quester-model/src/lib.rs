@@ -3,6 +3,7 @@
 
 pub mod alloc;
 pub mod config;
+pub mod device;
 pub mod error;
 pub mod fetch;
 pub mod gradcheck;
@@ -11,6 +12,7 @@ pub mod nn;
 pub mod ops;
 
 pub use config::{Architecture, ModelConfig};
+pub use device::parse_device;
 pub use error::{ModelError, Result};
 pub use fetch::{default_model_path, quester_home};
 pub use model::{DecodeWeights, KvCache, Model};

@@ -3,7 +3,7 @@
 use crate::error::{ModelError, Result};
 use crate::model::Model;
 use crate::tokenizer::Tokenizer;
-use candle_core::{Device, Tensor};
+use candle_core::Tensor;
 
 /// Token ids and log-probabilities of a scored completion.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,8 +46,8 @@ pub fn score_ids(model: &Model, prompt_ids: &[u32], completion_ids: &[u32]) -> R
     }
     let ids: Vec<u32> = prompt_ids.iter().chain(completion_ids).copied().collect();
     let t = ids.len();
-    let ids = Tensor::from_vec(ids, (1, t), &Device::Cpu)?;
-    let mask = Tensor::ones((1, t), candle_core::DType::U32, &Device::Cpu)?;
+    let ids = Tensor::from_vec(ids, (1, t), model.device())?;
+    let mask = Tensor::ones((1, t), candle_core::DType::U32, model.device())?;
     let lp = model
         .token_logprobs_detached(&ids, &mask, prompt_ids.len())?
         .detach();

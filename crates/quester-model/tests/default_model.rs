@@ -52,8 +52,8 @@ fn chat_template_matches_jinja2_rendering() {
     }
 }
 
-#[test]
-fn log_probs_match_transformers() {
+/// The largest difference between our log-probs and transformers' on the fixture's texts.
+fn max_error_against_transformers() -> f64 {
     let fx = fixture("default_logprobs.json");
     let m = model();
     let mut max_err = 0f64;
@@ -66,7 +66,21 @@ fn log_probs_match_transformers() {
             max_err = max_err.max((*a as f64 - b).abs());
         }
     }
+    max_err
+}
+
+#[test]
+fn log_probs_match_transformers() {
+    let max_err = max_error_against_transformers();
     eprintln!("max |logprob - transformers| = {max_err:.2e}");
+    assert!(max_err < 1e-3, "max log-prob error {max_err}");
+}
+
+#[test]
+fn portable_ops_match_transformers() {
+    // The path a CUDA device takes (candle's own ops), run here on the CPU.
+    let max_err = quester_model::ops::with_portable_ops(max_error_against_transformers);
+    eprintln!("portable ops: max |logprob - transformers| = {max_err:.2e}");
     assert!(max_err < 1e-3, "max log-prob error {max_err}");
 }
 

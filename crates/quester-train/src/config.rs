@@ -38,6 +38,8 @@ pub struct ModelSection {
     pub kind: PolicyKind,
     /// GGUF file or Hugging Face directory; empty = the default SmolLM2-135M-Instruct GGUF.
     pub path: String,
+    /// Where the native model runs: "cpu", "cuda" or "cuda:N" (a build with the `cuda` feature).
+    pub device: String,
     /// Train LoRA adapters (true) or all weights (false).
     pub lora: bool,
     pub lora_rank: usize,
@@ -56,6 +58,7 @@ impl Default for ModelSection {
         Self {
             kind: PolicyKind::Native,
             path: String::new(),
+            device: "cpu".into(),
             lora: true,
             lora_rank: 16,
             lora_alpha: 32.0,

@@ -296,3 +296,26 @@ fn a_full_fine_tune_generates_from_its_updated_weights() {
         }
     }
 }
+
+#[test]
+fn a_bad_or_unbuilt_device_is_a_config_error_naming_the_key() {
+    for (device, says) in [
+        ("tpu", "\"cpu\", \"cuda\" or \"cuda:N\""),
+        ("cuda:0", "cuda"),
+    ] {
+        let mut c = cfg();
+        c.model.device = device.into();
+        // A build with the cuda feature accepts cuda:0; this one must say what it lacks.
+        if device.starts_with("cuda") && candle_core::utils::cuda_is_available() {
+            continue;
+        }
+        let e = build_policy(&c)
+            .err()
+            .expect("the device is refused")
+            .to_string();
+        assert!(
+            e.contains("model.device") && e.contains(says),
+            "{device}: {e}"
+        );
+    }
+}

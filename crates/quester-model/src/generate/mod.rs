@@ -14,9 +14,8 @@ pub use params::{
 
 use crate::error::{ModelError, Result};
 use crate::model::{DecodeWeights, Model};
-use crate::ops::PackedMatrix;
 use crate::tokenizer::Tokenizer;
-use candle_core::{DType, Device, Tensor};
+use candle_core::{DType, Tensor};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
@@ -43,7 +42,7 @@ pub fn generate(
     tokenizer: &Tokenizer,
     requests: &[GenerationRequest],
 ) -> Result<Vec<GenerationOutput>> {
-    let weights = if model.dtype() == DType::F32 && PackedMatrix::has_fast_kernel() {
+    let weights = if DecodeWeights::pays_off(model) {
         Weights::Pack
     } else {
         Weights::Unpacked
@@ -151,7 +150,7 @@ fn run(
         let prefix = Tensor::from_vec(
             requests[0].prompt_ids[..shared].to_vec(),
             (1, shared),
-            &Device::Cpu,
+            model.device(),
         )?;
         model.forward_cached_with(&prefix, &[vec![1; shared]], &[0], &mut one, packed)?;
         cache.fill_prefix(&one)?;
@@ -169,7 +168,7 @@ fn run(
         m.extend(std::iter::repeat_n(1u32, rest.len()));
         key_mask.push(m);
     }
-    let ids = Tensor::from_vec(ids, (b, max_rest), &Device::Cpu)?;
+    let ids = Tensor::from_vec(ids, (b, max_rest), model.device())?;
     let past = vec![shared as u32; b];
     let mut logits = model.forward_cached_with(&ids, &key_mask, &past, &mut cache, packed)?;
     let mut rows: Vec<usize> = (0..b).collect(); // batch row -> index into `states`
@@ -242,7 +241,7 @@ fn run(
             let keep = Tensor::from_vec(
                 live.iter().map(|&r| r as u32).collect::<Vec<_>>(),
                 live.len(),
-                &Device::Cpu,
+                model.device(),
             )?;
             cache.select_rows(&keep)?;
             rows = live.iter().map(|&r| rows[r]).collect();
@@ -257,7 +256,7 @@ fn run(
             m.push(1);
         }
         let n = rows.len();
-        let step = Tensor::from_vec(next, (n, 1), &Device::Cpu)?;
+        let step = Tensor::from_vec(next, (n, 1), model.device())?;
         logits = model.forward_cached_with(&step, &key_mask, &real, &mut cache, packed)?;
         for r in real.iter_mut() {
             *r += 1;

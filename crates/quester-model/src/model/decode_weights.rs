@@ -39,12 +39,19 @@ pub struct DecodeWeights {
 }
 
 impl DecodeWeights {
-    /// Packs the current base matrices of an f32 model.
+    /// Whether packing `model` speeds its generation up: an f32 model on a CPU with the packed
+    /// kernel (elsewhere the portable loop is slower than gemm, and GPUs have their own).
+    pub fn pays_off(model: &Model) -> bool {
+        model.dtype() == DType::F32 && model.device().is_cpu() && PackedMatrix::has_fast_kernel()
+    }
+
+    /// Packs the current base matrices of an f32 model on the CPU.
     pub fn new(model: &Model) -> Result<Self> {
-        if model.dtype() != DType::F32 {
+        if model.dtype() != DType::F32 || !model.device().is_cpu() {
             return Err(ModelError::Input(format!(
-                "packed decoding weights need an f32 model, not {:?}",
-                model.dtype()
+                "packed decoding weights need an f32 model on the CPU, not {:?} on {:?}",
+                model.dtype(),
+                model.device().location()
             )));
         }
         let pack = |l: &crate::nn::Linear| PackedMatrix::from_tensor(l.weight.as_tensor());
@@ -67,8 +74,13 @@ impl DecodeWeights {
         Ok(DecodeWeights { layers, head })
     }
 
-    /// An error unless these are packed from a model of `model`'s shape.
+    /// An error unless these are packed from a model of `model`'s shape, on the CPU.
     pub(crate) fn check(&self, model: &Model) -> Result<()> {
+        if !model.device().is_cpu() {
+            return Err(ModelError::Input(
+                "packed decoding weights serve a model on the CPU only".into(),
+            ));
+        }
         let dims = |p: &PackedMatrix| (p.out_dim(), p.in_dim());
         let same = self.layers.len() == model.layers.len()
             && dims(&self.head) == (model.config.vocab_size, model.config.hidden_size)

@@ -9,7 +9,7 @@ use crate::ops::{
     causal_attention, frozen_matmul, gather_log_softmax, rms_norm, rope, rope_tables,
     softmax_entropy, swiglu, PackedMatrix,
 };
-use candle_core::{DType, Device, Tensor};
+use candle_core::{DType, Tensor};
 
 /// A 0/1 mask [B, T] read into host memory (any numeric dtype accepted).
 pub(crate) fn mask_rows(mask: &Tensor) -> Result<Vec<Vec<u32>>> {
@@ -70,7 +70,7 @@ impl Model {
         let mut x = emb
             .index_select(&ids.flatten_all()?, 0)?
             .reshape((b, t, cfg.hidden_size))?;
-        let pos_t = Tensor::from_vec(pos.concat(), (b, t), &Device::Cpu)?;
+        let pos_t = Tensor::from_vec(pos.concat(), (b, t), self.device())?;
         let (cos, sin) = rope_tables(&pos_t, cfg.head_dim, cfg.rope_theta, dtype)?;
         let past = cache.as_ref().map(|c| c.len).unwrap_or(0);
         if let Some(c) = cache.as_ref() {
@@ -304,7 +304,7 @@ impl Model {
             let idx: Vec<u32> = (0..b)
                 .flat_map(|r| (targets_from - 1..t - 1).map(move |j| at(r, j) as u32))
                 .collect();
-            h.index_select(&Tensor::from_vec(idx, b * n, &Device::Cpu)?, 0)?
+            h.index_select(&Tensor::from_vec(idx, b * n, self.device())?, 0)?
         } else {
             let pos = positions(&rows, &vec![0; b]);
             self.hidden(ids, &pos, &rows, None, None, grad)?
@@ -337,7 +337,7 @@ impl Model {
                 .flat_map(|r| (targets_from..t).map(move |j| (r[j] * r[j - 1]) as f32))
                 .collect::<Vec<_>>(),
             (b, n),
-            &Device::Cpu,
+            self.device(),
         )?
         .to_dtype(self.dtype())?;
         let ent = if entropy {
@@ -402,6 +402,7 @@ impl Model {
             capacity,
             self.config.head_dim,
             self.dtype(),
+            self.device(),
         )?)
     }
 }

@@ -13,7 +13,8 @@ pub struct KvCache {
 }
 
 impl KvCache {
-    /// An empty cache for `layers` layers.
+    /// An empty cache for `layers` layers on `device`.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         layers: usize,
         batch: usize,
@@ -21,8 +22,9 @@ impl KvCache {
         capacity: usize,
         head_dim: usize,
         dtype: DType,
+        device: &Device,
     ) -> Result<Self> {
-        let mk = || Tensor::zeros((batch, kv_heads, capacity, head_dim), dtype, &Device::Cpu);
+        let mk = || Tensor::zeros((batch, kv_heads, capacity, head_dim), dtype, device);
         Ok(KvCache {
             keys: (0..layers).map(|_| mk()).collect::<Result<_>>()?,
             values: (0..layers).map(|_| mk()).collect::<Result<_>>()?,

@@ -13,7 +13,7 @@ pub use shared_prefix::{common_prefix_len, shared_prefix_len};
 
 use crate::config::ModelConfig;
 use crate::nn::Linear;
-use candle_core::{DType, Var};
+use candle_core::{DType, Device, Var};
 
 /// One decoder layer.
 #[derive(Debug, Clone)]
@@ -64,5 +64,10 @@ impl Model {
     /// Element type of the weights.
     pub fn dtype(&self) -> DType {
         self.embed_tokens.dtype()
+    }
+
+    /// Where the weights live (the CPU unless moved with [`Model::to_device`]).
+    pub fn device(&self) -> &Device {
+        self.embed_tokens.device()
     }
 }

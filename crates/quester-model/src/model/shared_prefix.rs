@@ -12,7 +12,7 @@ use super::Model;
 use crate::error::Result;
 use crate::nn::linear::pick;
 use crate::ops::{causal_attention, rms_norm, rope_tables};
-use candle_core::{DType, Device, Tensor};
+use candle_core::{DType, Tensor};
 
 /// Below this many shared tokens the bookkeeping is not worth it.
 pub(crate) const MIN_SHARED_PREFIX: usize = 8;
@@ -94,7 +94,7 @@ impl Model {
             .chain(positions(&suffix_mask, &vec![p as u32; b]).concat())
             .collect();
         let (cos, sin) = rope_tables(
-            &Tensor::from_vec(pos, (1, n), &Device::Cpu)?,
+            &Tensor::from_vec(pos, (1, n), self.device())?,
             cfg.head_dim,
             cfg.rope_theta,
             self.dtype(),

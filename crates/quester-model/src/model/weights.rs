@@ -288,11 +288,19 @@ impl Model {
 
     /// An independent copy with every weight cast to `dtype` (f64 for gradient checks).
     pub fn to_dtype(&self, dtype: DType) -> Result<Self> {
+        self.map_weights(&|t| t.to_dtype(dtype))
+    }
+
+    /// An independent copy with every weight on `device` (see `docs/performance.md`, CUDA).
+    pub fn to_device(&self, device: &Device) -> Result<Self> {
+        self.map_weights(&|t| t.to_device(device))
+    }
+
+    /// An independent copy with `f` applied to every weight, adapters included.
+    fn map_weights(&self, f: &dyn Fn(&Tensor) -> candle_core::Result<Tensor>) -> Result<Self> {
         // detach() first so Var::from_tensor copies: the result never shares storage with self.
-        let cast = |v: &Var| -> Result<Var> {
-            Ok(Var::from_tensor(&v.as_tensor().detach().to_dtype(dtype)?)?)
-        };
-        let castl = |l: &Linear| -> Result<Linear> { Ok(l.to_dtype(dtype)?) };
+        let cast = |v: &Var| -> Result<Var> { Ok(Var::from_tensor(&f(&v.as_tensor().detach())?)?) };
+        let castl = |l: &Linear| -> Result<Linear> { Ok(l.map_weights(f)?) };
         let layers = self
             .layers
             .iter()

@@ -2,7 +2,7 @@
 //! optional LoRA adapter.
 
 use crate::ops::PackedMatrix;
-use candle_core::{DType, Device, Result, Tensor, Var};
+use candle_core::{DType, Result, Tensor, Var};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -94,8 +94,9 @@ impl Linear {
         let a: Vec<f64> = (0..rank * inp)
             .map(|_| rng.random_range(-bound..bound))
             .collect();
-        let a = Tensor::from_vec(a, (rank, inp), &Device::Cpu)?.to_dtype(dtype)?;
-        let b = Tensor::zeros((out, rank), dtype, &Device::Cpu)?;
+        let dev = self.weight.device();
+        let a = Tensor::from_vec(a, (rank, inp), dev)?.to_dtype(dtype)?;
+        let b = Tensor::zeros((out, rank), dtype, dev)?;
         self.lora = Some(LoraAdapter {
             a: Var::from_tensor(&a)?,
             b: Var::from_tensor(&b)?,
@@ -167,7 +168,12 @@ impl Linear {
 
     /// An independent copy with every weight cast to `dtype` (f64 for finite-difference tests).
     pub fn to_dtype(&self, dtype: DType) -> Result<Self> {
-        let cast = |v: &Var| Var::from_tensor(&v.as_tensor().detach().to_dtype(dtype)?);
+        self.map_weights(&|t| t.to_dtype(dtype))
+    }
+
+    /// An independent copy with `f` applied to every weight, adapter included.
+    pub(crate) fn map_weights(&self, f: &dyn Fn(&Tensor) -> Result<Tensor>) -> Result<Self> {
+        let cast = |v: &Var| Var::from_tensor(&f(&v.as_tensor().detach())?);
         Ok(Linear {
             weight: cast(&self.weight)?,
             bias: self.bias.as_ref().map(cast).transpose()?,

@@ -48,6 +48,9 @@ pub fn causal_attention(
     if key_mask.len() != b || key_mask.iter().any(|m| m.len() != s) {
         bail!("attention: key mask must be [{b}][{s}]");
     }
+    if super::portable::wanted(q.device()) {
+        return super::portable::causal_attention(q, k, v, key_mask, past);
+    }
     let op = Attention {
         mask: Arc::new(key_mask.to_vec()),
         past,

@@ -8,6 +8,9 @@ use rayon::prelude::*;
 
 /// For logits [N, V] returns [N]: the entropy (nats) of `softmax(logits[n])`. Differentiable.
 pub fn softmax_entropy(logits: &Tensor) -> Result<Tensor> {
+    if super::portable::wanted(logits.device()) {
+        return super::portable::softmax_entropy(logits);
+    }
     logits.contiguous()?.apply_op1(SoftmaxEntropy)
 }
 

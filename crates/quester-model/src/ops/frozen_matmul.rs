@@ -17,12 +17,14 @@ pub fn frozen_matmul(x: &Tensor, w: &Tensor) -> Result<Tensor> {
         bail!("frozen matmul: x {:?} does not end in {inp}", x.dims());
     }
     let rows = x.elem_count() / inp.max(1);
-    let y = x
-        .reshape((rows, inp))?
-        .contiguous()?
-        .apply_op1(FrozenMatmul {
+    let x = x.reshape((rows, inp))?;
+    let y = if super::portable::wanted(x.device()) {
+        super::portable::frozen_matmul(&x, w)?
+    } else {
+        x.contiguous()?.apply_op1(FrozenMatmul {
             w: w.detach().contiguous()?,
-        })?;
+        })?
+    };
     let mut out_dims = dims;
     if let Some(last) = out_dims.last_mut() {
         *last = out;

@@ -8,6 +8,9 @@ use rayon::prelude::*;
 /// For logits [N, V] and targets [N] (u32), returns [N] with `ln softmax(logits[n])[targets[n]]`.
 /// Differentiable in `logits`.
 pub fn gather_log_softmax(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
+    if super::portable::wanted(logits.device()) {
+        return super::portable::gather_log_softmax(logits, targets);
+    }
     logits
         .contiguous()?
         .apply_op2(&targets.contiguous()?, GatherLogSoftmax)

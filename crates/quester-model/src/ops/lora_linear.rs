@@ -35,6 +35,9 @@ pub fn lora_linear(
     if bias.is_some_and(|t| t.dims() != [out]) {
         bail!("lora linear: bias must be [{out}]");
     }
+    if super::portable::wanted(x.device()) {
+        return super::portable::lora_linear(x, w, bias, a, b, scale);
+    }
     let op = LoraLinear {
         w: w.detach().contiguous()?,
         bias: bias.map(|t| t.detach().contiguous()).transpose()?,

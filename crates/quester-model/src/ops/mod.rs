@@ -7,6 +7,9 @@
 //! silently stops), and its elementwise ops run on one thread. These ops are multi-threaded with
 //! rayon, work in f32 and f64 (f64 for finite-difference tests), and each backward is checked
 //! against finite differences in its tests.
+//!
+//! On other devices (CUDA) each op runs its `portable` twin instead, written with candle's own
+//! differentiable tensor ops.
 
 /// Dispatch on the element type of a storage: runs `$body` with `$t` standing for f32 or f64
 /// and wraps the `Vec` it returns in the matching `CpuStorage`; any other dtype is an error
@@ -35,6 +38,7 @@ mod gemv;
 mod logprob;
 mod lora_linear;
 mod packed_matmul;
+mod portable;
 mod rms_norm;
 mod rope;
 mod softmax;
@@ -46,6 +50,7 @@ pub use frozen_matmul::frozen_matmul;
 pub use logprob::gather_log_softmax;
 pub use lora_linear::lora_linear;
 pub use packed_matmul::PackedMatrix;
+pub use portable::with_portable_ops;
 pub use rms_norm::rms_norm;
 pub use rope::{rope, rope_tables};
 pub use softmax::softmax_last_dim;

@@ -6,6 +6,9 @@ use rayon::prelude::*;
 
 /// Differentiable RMSNorm of `x` (any shape, normalised over the last dim) with weight `w` [D].
 pub fn rms_norm(x: &Tensor, w: &Tensor, eps: f64) -> Result<Tensor> {
+    if super::portable::wanted(x.device()) {
+        return super::portable::rms_norm(x, w, eps);
+    }
     x.contiguous()?.apply_op2(&w.contiguous()?, RmsNorm { eps })
 }
 

@@ -2,7 +2,7 @@
 //! per-token positions so left-padded and ragged batches rotate each token by its own position.
 
 use super::{contiguous, Float, PAR_MIN};
-use candle_core::{bail, CpuStorage, CustomOp3, DType, Device, Layout, Result, Shape, Tensor};
+use candle_core::{bail, CpuStorage, CustomOp3, DType, Layout, Result, Shape, Tensor};
 use rayon::prelude::*;
 
 /// cos and sin tables [B, T, D/2] for integer positions `pos` [B, T] (u32).
@@ -28,13 +28,16 @@ pub fn rope_tables(
             sin.push(a.sin());
         }
     }
-    let cos = Tensor::from_vec(cos, (b, t, half), &Device::Cpu)?.to_dtype(dtype)?;
-    let sin = Tensor::from_vec(sin, (b, t, half), &Device::Cpu)?.to_dtype(dtype)?;
+    let cos = Tensor::from_vec(cos, (b, t, half), pos.device())?.to_dtype(dtype)?;
+    let sin = Tensor::from_vec(sin, (b, t, half), pos.device())?.to_dtype(dtype)?;
     Ok((cos, sin))
 }
 
 /// Rotates `x` [B, T, H, D] by the tables [B, T, D/2] from [`rope_tables`]. Differentiable in `x`.
 pub fn rope(x: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
+    if super::portable::wanted(x.device()) {
+        return super::portable::rope(x, cos, sin);
+    }
     x.contiguous()?.apply_op3(
         &cos.contiguous()?,
         &sin.contiguous()?,
@@ -128,6 +131,7 @@ impl CustomOp3 for Rope {
 mod tests {
     use super::*;
     use crate::gradcheck::check_gradients;
+    use candle_core::Device;
 
     #[test]
     fn rotates_pairs_by_position_angle() {

@@ -6,6 +6,9 @@ use rayon::prelude::*;
 
 /// Differentiable softmax over the last dimension.
 pub fn softmax_last_dim(x: &Tensor) -> Result<Tensor> {
+    if super::portable::wanted(x.device()) {
+        return super::portable::softmax_last_dim(x);
+    }
     x.contiguous()?.apply_op1(Softmax)
 }
 

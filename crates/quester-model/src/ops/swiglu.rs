@@ -6,6 +6,9 @@ use rayon::prelude::*;
 
 /// `silu(gate) * up`, differentiable in both.
 pub fn swiglu(gate: &Tensor, up: &Tensor) -> Result<Tensor> {
+    if super::portable::wanted(gate.device()) {
+        return super::portable::swiglu(gate, up);
+    }
     gate.contiguous()?.apply_op2(&up.contiguous()?, SwiGlu)
 }
 

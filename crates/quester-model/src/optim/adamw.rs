@@ -12,7 +12,7 @@
 
 use super::OptimError;
 use candle_core::backprop::GradStore;
-use candle_core::{CpuStorage, DType, InplaceOp2, Layout, Tensor, Var};
+use candle_core::{CpuStorage, DType, Device, InplaceOp2, Layout, Tensor, Var};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::sync::Mutex;
@@ -115,7 +115,7 @@ struct Slot {
     moments: MomentState,
 }
 
-/// Fused, multi-threaded AdamW over named f32 CPU variables.
+/// Fused, multi-threaded AdamW over named f32 variables (its arithmetic runs on the CPU).
 pub struct AdamW {
     config: AdamWConfig,
     lr: f64,
@@ -124,8 +124,9 @@ pub struct AdamW {
 }
 
 impl AdamW {
-    /// Creates the optimiser with zero moments. Every variable must be f32 on the CPU and names
-    /// must be unique.
+    /// Creates the optimiser with zero moments. Every variable must be f32 and names must be
+    /// unique. The moments live in host memory; a variable on another device (CUDA) is updated
+    /// through a host copy.
     pub fn new(params: Vec<(String, Var)>, config: AdamWConfig) -> Result<Self, OptimError> {
         config.validate().map_err(|what| OptimError::Param {
             name: "<config>".into(),
@@ -140,14 +141,10 @@ impl AdamW {
                     what: "given twice".into(),
                 });
             }
-            if var.dtype() != DType::F32 || !var.device().is_cpu() {
+            if var.dtype() != DType::F32 {
                 return Err(OptimError::Param {
                     name,
-                    what: format!(
-                        "the fused AdamW needs f32 on the CPU, got {:?} on {:?}",
-                        var.dtype(),
-                        var.device().location()
-                    ),
+                    what: format!("the fused AdamW needs f32, got {:?}", var.dtype()),
                 });
             }
             let n = var.elem_count();
@@ -283,7 +280,15 @@ impl AdamW {
                 v: Mutex::new(&mut slot.moments.v),
                 c: consts,
             };
-            slot.var.as_tensor().inplace_op2(&g, &kernel)?;
+            let param = slot.var.as_tensor();
+            if param.device().is_cpu() {
+                param.inplace_op2(&g, &kernel)?;
+            } else {
+                // The kernel runs on host memory: two copies of the parameter per step.
+                let host = param.to_device(&Device::Cpu)?;
+                host.inplace_op2(&g.to_device(&Device::Cpu)?, &kernel)?;
+                slot.var.set(&host.to_device(param.device())?)?;
+            }
         }
         Ok(())
     }

@@ -3,9 +3,7 @@
 //! quester-model's training step with caller-computed coefficients (`coef = -dL/dlogp x n`,
 //! because the step divides its surrogate by the mini-batch's token count).
 
-use candle_core::Device;
 use quester_model::model::shared_prefix_len;
-use quester_model::ops::PackedMatrix;
 use quester_model::train_step::{
     LossKind, TrainBatch, TrainSequence, TrainStep, TrainStepConfig, TrainStepError, TrainableModel,
 };
@@ -94,7 +92,7 @@ fn detached_logprobs(
     let order = prefix_order(seqs);
     for chunk in order.chunks(mb) {
         let chunk_seqs: Vec<TrainSequence> = chunk.iter().map(|&i| seqs[i].clone()).collect();
-        let tb = TrainBatch::from_sequences(&chunk_seqs, pad_id, &Device::Cpu).map_err(err)?;
+        let tb = TrainBatch::from_sequences(&chunk_seqs, pad_id, model.device()).map_err(err)?;
         let lp = model
             .token_logprobs_detached(&tb.input_ids, &tb.attention_mask, tb.targets_from)
             .map_err(err)?
@@ -123,12 +121,18 @@ fn prefix_order(seqs: &[TrainSequence]) -> Vec<usize> {
 
 /// Builds the native model policy of a config.
 pub fn build(cfg: &TrainConfig) -> Result<Box<dyn super::TrainablePolicy>, TrainError> {
+    let device = quester_model::parse_device(&cfg.model.device)
+        .map_err(|e| TrainError::Config(format!("model.device: {e}")))?;
     let loaded = if cfg.model.path.is_empty() {
         quester_model::load_default().map_err(err)?
     } else {
         quester_model::load(Path::new(&cfg.model.path)).map_err(err)?
     };
-    let mut model = loaded.model;
+    let mut model = if device.is_cpu() {
+        loaded.model
+    } else {
+        loaded.model.to_device(&device).map_err(err)?
+    };
     if cfg.model.lora {
         model
             .attach_lora(&LoraConfig {
@@ -170,7 +174,7 @@ impl NativePolicy {
     /// tensors).
     fn decode_weights(&self) -> Result<Option<Arc<DecodeWeights>>, TrainError> {
         let model = &self.step.model().0;
-        if model.dtype() != candle_core::DType::F32 || !PackedMatrix::has_fast_kernel() {
+        if !DecodeWeights::pays_off(model) {
             return Ok(None);
         }
         let mut slot = self.decode.lock().unwrap_or_else(PoisonError::into_inner);
@@ -337,7 +341,8 @@ impl TrainablePolicy for NativePolicy {
         seqs.sort_by(|a, b| a.ids.cmp(&b.ids));
         let mut shared = 0;
         for chunk in seqs.chunks(mb) {
-            let tb = TrainBatch::from_sequences(chunk, self.pad_id, &Device::Cpu).map_err(err)?;
+            let tb = TrainBatch::from_sequences(chunk, self.pad_id, self.step.model().0.device())
+                .map_err(err)?;
             let ids: Vec<&[u32]> = chunk.iter().map(|s| s.ids.as_slice()).collect();
             shared += (chunk.len() - 1) * shared_prefix_len(&ids, tb.targets_from);
             self.step.accumulate(&tb, total_tokens).map_err(err)?;

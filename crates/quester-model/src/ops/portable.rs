@@ -1,0 +1,148 @@
+//! The custom ops written with candle's own differentiable tensor ops, for devices our CPU kernels
+//! do not run on (CUDA).
+//!
+//! Each function computes what its fused namesake computes (the tests compare values and
+//! gradients on the CPU), and candle's autograd supplies the backward pass. The price is the
+//! memory the fused ops avoid: attention materialises its [rows, S] scores and the log-prob
+//! gather its log-softmax block, as an eager PyTorch model does.
+
+use candle_core::{DType, Device, Result, Tensor, D};
+use std::cell::Cell;
+
+thread_local! {
+    static FORCED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether ops on tensors of `device` take this path: always off the CPU, and on the CPU inside
+/// [`with_portable_ops`].
+pub(crate) fn wanted(device: &Device) -> bool {
+    !device.is_cpu() || FORCED.with(Cell::get)
+}
+
+/// Runs `f` with the portable ops on the CPU too (on the calling thread), so that the path a GPU
+/// takes can be checked against the fused kernels on a machine without one.
+pub fn with_portable_ops<R>(f: impl FnOnce() -> R) -> R {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            FORCED.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(FORCED.with(|c| c.replace(true)));
+    f()
+}
+
+/// `x / sqrt(mean(x^2) + eps) * w` over the last dimension.
+pub(crate) fn rms_norm(x: &Tensor, w: &Tensor, eps: f64) -> Result<Tensor> {
+    let ms = x.sqr()?.mean_keepdim(D::Minus1)?;
+    x.broadcast_div(&(ms + eps)?.sqrt()?)?.broadcast_mul(w)
+}
+
+/// `x - max(x)` over the last dimension (the max detached: softmax does not depend on it).
+fn shifted(x: &Tensor) -> Result<Tensor> {
+    x.broadcast_sub(&x.max_keepdim(D::Minus1)?.detach())
+}
+
+/// Softmax over the last dimension.
+pub(crate) fn softmax_last_dim(x: &Tensor) -> Result<Tensor> {
+    let e = shifted(x)?.exp()?;
+    e.broadcast_div(&e.sum_keepdim(D::Minus1)?)
+}
+
+/// Log-softmax over the last dimension.
+fn log_softmax_last_dim(x: &Tensor) -> Result<Tensor> {
+    let z = shifted(x)?;
+    z.broadcast_sub(&z.exp()?.sum_keepdim(D::Minus1)?.log()?)
+}
+
+/// `ln softmax(logits[n])[targets[n]]` for logits [N, V] and targets [N].
+pub(crate) fn gather_log_softmax(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
+    log_softmax_last_dim(logits)?
+        .gather(&targets.to_dtype(DType::U32)?.unsqueeze(1)?, 1)?
+        .squeeze(1)
+}
+
+/// Entropy of `softmax(logits[n])` for logits [N, V].
+pub(crate) fn softmax_entropy(logits: &Tensor) -> Result<Tensor> {
+    let logp = log_softmax_last_dim(logits)?;
+    (logp.exp()? * logp)?.sum(D::Minus1)?.neg()
+}
+
+/// `silu(gate) * up`.
+pub(crate) fn swiglu(gate: &Tensor, up: &Tensor) -> Result<Tensor> {
+    gate.silu()? * up
+}
+
+/// Rotate-half rope of `x` [B, T, H, D] by the tables [B, T, D/2].
+pub(crate) fn rope(x: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
+    let half = x.dim(D::Minus1)? / 2;
+    let (x1, x2) = (
+        x.narrow(D::Minus1, 0, half)?,
+        x.narrow(D::Minus1, half, half)?,
+    );
+    let (c, s) = (cos.unsqueeze(2)?, sin.unsqueeze(2)?);
+    let lo = (x1.broadcast_mul(&c)? - x2.broadcast_mul(&s)?)?;
+    let hi = (x2.broadcast_mul(&c)? + x1.broadcast_mul(&s)?)?;
+    Tensor::cat(&[lo, hi], D::Minus1)
+}
+
+/// `x` [rows, in] times the transpose of `w` [out, in], with no gradient for `w`.
+pub(crate) fn frozen_matmul(x: &Tensor, w: &Tensor) -> Result<Tensor> {
+    x.matmul(&w.detach().t()?)
+}
+
+/// `x W^T (+ bias) + scale (x A^T) B^T` with W and the bias frozen.
+pub(crate) fn lora_linear(
+    x: &Tensor,
+    w: &Tensor,
+    bias: Option<&Tensor>,
+    a: &Tensor,
+    b: &Tensor,
+    scale: f64,
+) -> Result<Tensor> {
+    let mut y = frozen_matmul(x, w)?;
+    if let Some(bias) = bias {
+        y = y.broadcast_add(&bias.detach())?;
+    }
+    y + (x.matmul(&a.t()?)?.matmul(&b.t()?)? * scale)?
+}
+
+/// Grouped causal attention with the semantics of [`super::causal_attention`]: scores of every
+/// query row against every key, hidden keys pushed to -1e9 before the softmax, and rows that see
+/// no key zeroed after it.
+pub(crate) fn causal_attention(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    key_mask: &[Vec<u32>],
+    past: usize,
+) -> Result<Tensor> {
+    let (b, _, rows, _) = q.dims4()?;
+    let s = k.dim(2)?;
+    let t = s - past;
+    let mut bias = vec![-1e9f32; b * rows * s];
+    let mut seen = vec![0f32; b * rows];
+    for (bi, mask) in key_mask.iter().enumerate() {
+        for r in 0..rows {
+            let row = bi * rows + r;
+            for (j, _) in mask[..=past + r % t]
+                .iter()
+                .enumerate()
+                .filter(|(_, &m)| m != 0)
+            {
+                bias[row * s + j] = 0.0;
+                seen[row] = 1.0;
+            }
+        }
+    }
+    let dev = q.device();
+    let bias = Tensor::from_vec(bias, (b, 1, rows, s), dev)?.to_dtype(q.dtype())?;
+    let seen = Tensor::from_vec(seen, (b, 1, rows, 1), dev)?.to_dtype(q.dtype())?;
+    let scores = q
+        .contiguous()?
+        .matmul(&k.contiguous()?.t()?)?
+        .broadcast_add(&bias)?;
+    softmax_last_dim(&scores)?
+        .matmul(&v.contiguous()?)?
+        .broadcast_mul(&seen)
+}
