@@ -38,33 +38,21 @@ pub(crate) fn rms_norm(x: &Tensor, w: &Tensor, eps: f64) -> Result<Tensor> {
     x.broadcast_div(&(ms + eps)?.sqrt()?)?.broadcast_mul(w)
 }
 
-/// `x - max(x)` over the last dimension (the max detached: softmax does not depend on it).
-fn shifted(x: &Tensor) -> Result<Tensor> {
-    x.broadcast_sub(&x.max_keepdim(D::Minus1)?.detach())
-}
-
 /// Softmax over the last dimension.
 pub(crate) fn softmax_last_dim(x: &Tensor) -> Result<Tensor> {
-    let e = shifted(x)?.exp()?;
-    e.broadcast_div(&e.sum_keepdim(D::Minus1)?)
-}
-
-/// Log-softmax over the last dimension.
-fn log_softmax_last_dim(x: &Tensor) -> Result<Tensor> {
-    let z = shifted(x)?;
-    z.broadcast_sub(&z.exp()?.sum_keepdim(D::Minus1)?.log()?)
+    candle_nn::ops::softmax(x, D::Minus1)
 }
 
 /// `ln softmax(logits[n])[targets[n]]` for logits [N, V] and targets [N].
 pub(crate) fn gather_log_softmax(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
-    log_softmax_last_dim(logits)?
+    candle_nn::ops::log_softmax(logits, D::Minus1)?
         .gather(&targets.to_dtype(DType::U32)?.unsqueeze(1)?, 1)?
         .squeeze(1)
 }
 
 /// Entropy of `softmax(logits[n])` for logits [N, V].
 pub(crate) fn softmax_entropy(logits: &Tensor) -> Result<Tensor> {
-    let logp = log_softmax_last_dim(logits)?;
+    let logp = candle_nn::ops::log_softmax(logits, D::Minus1)?;
     (logp.exp()? * logp)?.sum(D::Minus1)?.neg()
 }
 
