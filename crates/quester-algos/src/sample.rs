@@ -32,6 +32,8 @@ pub enum StepKind {
 /// - `invalid` flags a response that did not parse to a valid action (or a reflection without
 ///   its `<remark>` tag); it costs the invalid-action penalty in the episode score.
 /// - `won` is true on the step where the environment reported success.
+/// - `score_penalty` is subtracted from the sample's episode score only (never from rewards or
+///   returns, so GiGPO's step term does not see it): MAGE's length penalty. 0 by default.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepRecord {
     pub task_key: String,
@@ -43,6 +45,8 @@ pub struct StepRecord {
     pub reward: f64,
     pub invalid: bool,
     pub won: bool,
+    #[serde(default)]
+    pub score_penalty: f64,
 }
 
 impl StepRecord {
@@ -65,6 +69,7 @@ impl StepRecord {
             reward,
             invalid: false,
             won: false,
+            score_penalty: 0.0,
         }
     }
 
@@ -80,12 +85,19 @@ impl StepRecord {
             reward: 0.0,
             invalid: false,
             won: false,
+            score_penalty: 0.0,
         }
     }
 
     /// Builder-style: marks the step invalid.
     pub fn with_invalid(mut self, invalid: bool) -> Self {
         self.invalid = invalid;
+        self
+    }
+
+    /// Builder-style: a penalty on the episode score only (MAGE's length penalty).
+    pub fn with_score_penalty(mut self, penalty: f64) -> Self {
+        self.score_penalty = penalty;
         self
     }
 

@@ -29,6 +29,8 @@ pub struct TrialSlots {
 pub fn layout_trials(samples: &[StepRecord]) -> Result<Vec<TrialSlots>, AlgoError> {
     let rewards: Vec<f64> = samples.iter().map(|s| s.reward).collect();
     check_finite("reward", &rewards)?;
+    let penalties: Vec<f64> = samples.iter().map(|s| s.score_penalty).collect();
+    check_finite("score penalty", &penalties)?;
     let mut index_of: HashMap<(&str, u64), usize> = HashMap::new();
     let mut trials: Vec<TrialSlots> = Vec::new();
     for (i, s) in samples.iter().enumerate() {

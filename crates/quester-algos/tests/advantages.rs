@@ -105,14 +105,15 @@ fn grpo_uses_cross_attempt_returns() {
 
 #[test]
 fn rloo_on_episode_scores() {
-    // Scores [0, -0.5, 0, 1, 1] (sum 1.5): x - (1.5 - x)/4 -> [-0.375, -1.0, -0.375, 0.875, 0.875].
+    // Scores [0, -0.5, 0, 1 | 1]. RLOO leaves out the whole rollout: trial 0's baseline is trial
+    // 1's mean 1 -> [-1, -1.5, -1, 0]; trial 1's is trial 0's mean 0.125 -> 0.875.
     let c = AdvantageConfig {
         estimator: Estimator::Rloo,
         signal: Signal::EpisodeScore,
         ..cfg()
     };
     let a = compute_advantages(&batch(), &c).unwrap();
-    close(&a.advantage, &[-0.375, -1.0, -0.375, 0.875, 0.875]);
+    close(&a.advantage, &[-1.0, -1.5, -1.0, 0.0, 0.875]);
 }
 
 #[test]
@@ -216,4 +217,38 @@ fn similar_anchors_can_share_a_step_group() {
         .unwrap_err()
         .to_string()
         .contains("anchor_similarity"));
+}
+
+#[test]
+fn mage_telescoping_rewards_length_penalty_and_mean_only_gigpo() {
+    // Opponent-specific task group "k@conservative", one step per attempt, anchor "A".
+    // Trial 0: attempt rewards -5 then 5; trial 1 wins attempt 0 with 5 (frozen).
+    // Differential rewards: trial 0 [-5, 10] (they sum to 5, its last attempt's reward), trial
+    // 1 [5]. Returns (traj 0.6): trial 0 [-5 + 0.6 * 10, 10] = [1, 10]; trial 1 [5].
+    // Episode scores d_k: [-5, 10, 5]; the length penalty 1 on trial 0's second response
+    // enters the episode term only: [-5, 9, 5], mean 3 -> A^E = [-8, 6, 2].
+    // Step group "A" (the returns, unpenalised): [1, 10, 5], mean 16/3 -> [-13/3, 14/3, -1/3].
+    let s = vec![
+        StepRecord::play("k@conservative", 0, 0, 0, "A", -5.0),
+        StepRecord::play("k@conservative", 0, 1, 0, "A", 5.0).with_score_penalty(1.0),
+        StepRecord::play("k@conservative", 1, 0, 0, "A", 5.0).with_won(true),
+    ];
+    let c = AdvantageConfig {
+        differential_rewards: true,
+        normalization: Normalization::MeanNorm,
+        traj_gamma: 0.6,
+        ..AdvantageConfig::default()
+    };
+    let a = compute_advantages(&s, &c).unwrap();
+    close(&a.rewards, &[-5.0, 10.0, 5.0]);
+    assert_eq!(
+        a.rewards[0] + a.rewards[1],
+        5.0,
+        "telescopes to the last attempt"
+    );
+    close(&a.returns, &[1.0, 10.0, 5.0]);
+    close(&a.scores, &[-5.0, 9.0, 5.0]);
+    close(&a.episode, &[-8.0, 6.0, 2.0]);
+    close(&a.step, &[-13.0 / 3.0, 14.0 / 3.0, -1.0 / 3.0]);
+    close(&a.advantage, &[-37.0 / 3.0, 32.0 / 3.0, 5.0 / 3.0]);
 }

@@ -46,7 +46,8 @@ proptest! {
                 prop_assert!(s.abs() < 1e-9, "{:?}", a);
             }
         }
-        let r = rloo_advantages(&keys, &scores).unwrap();
+        let ids: Vec<usize> = (0..keys.len()).collect();
+        let r = rloo_advantages(&keys, &ids, &scores).unwrap();
         for s in group_sums(&keys, &r) {
             prop_assert!(s.abs() < 1e-9);
         }
@@ -55,7 +56,8 @@ proptest! {
     #[test]
     fn rloo_is_a_scaled_mean_baseline((keys, scores) in grouped()) {
         // x_i - (S - x_i)/(n-1) = n/(n-1) (x_i - S/n) for groups of n >= 2.
-        let r = rloo_advantages(&keys, &scores).unwrap();
+        let ids: Vec<usize> = (0..keys.len()).collect();
+        let r = rloo_advantages(&keys, &ids, &scores).unwrap();
         let m = grpo_advantages(&keys, &scores, Normalization::MeanNorm, 0.0).unwrap();
         for i in 0..keys.len() {
             let n = keys.iter().filter(|k| **k == keys[i]).count() as f64;

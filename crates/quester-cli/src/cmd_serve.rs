@@ -14,7 +14,8 @@ pub struct ServeArgs {
     /// Dotted overrides of the config, e.g. --set model.path=/models/qwen.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub overrides: Vec<String>,
-    /// A checkpoint folder of a run, or its checkpoints/latest pointer file.
+    /// A checkpoint folder of a run (RUN_DIR/checkpoints/step_NNNNNN) or its checkpoints/latest
+    /// pointer file.
     #[arg(long)]
     pub checkpoint: Option<PathBuf>,
     /// Address to listen on.

@@ -30,7 +30,8 @@ pub struct EvaluateArgs {
     pub config: PathBuf,
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub overrides: Vec<String>,
-    /// A checkpoint folder of a run (runs/NAME/checkpoints/step-N); default: the untrained policy.
+    /// A checkpoint folder of a run (RUN_DIR/checkpoints/step_NNNNNN) or its checkpoints/latest
+    /// pointer file; default: the untrained policy.
     #[arg(long)]
     pub checkpoint: Option<PathBuf>,
     /// Where to write eval.json and the evaluated trials.

@@ -1,6 +1,7 @@
-//! `quester`: train, evaluate, play an environment by hand, benchmark, report.
+//! `quester`: train, evaluate, export, play an environment by hand, benchmark, report.
 
 mod cmd_env;
+mod cmd_export;
 mod cmd_model;
 mod cmd_play;
 mod cmd_serve;
@@ -40,6 +41,8 @@ enum Command {
     Evaluate(cmd_train::EvaluateArgs),
     /// Write the HTML report (plots + trajectory browser) of a run directory.
     Report(cmd_train::ReportArgs),
+    /// Export a run's checkpoint as a Hugging Face model (LoRA merged) or a PEFT adapter.
+    Export(cmd_export::ExportArgs),
     /// Serve a policy over the OpenAI-compatible chat-completions API.
     Serve(cmd_serve::ServeArgs),
 }
@@ -58,6 +61,7 @@ fn main() -> std::process::ExitCode {
         Command::Train(args) => cmd_train::train(args),
         Command::Evaluate(args) => cmd_train::evaluate(args),
         Command::Report(args) => cmd_train::report(args),
+        Command::Export(args) => cmd_export::export(args),
         Command::Serve(args) => cmd_serve::serve(args),
     };
     match result {

@@ -103,7 +103,7 @@ fn main() {
     for i in 0..steps {
         let actions = env.admissible_actions().unwrap_or_default();
         let action = match actions.first().map(String::as_str) {
-            Some("search[...]") => {
+            Some(quester_envs::webshop::env::SEARCH_ACTION) => {
                 let k = rng.random_range(1..5);
                 let q: Vec<&str> = (0..k)
                     .filter_map(|_| words.choose(&mut rng).map(String::as_str))

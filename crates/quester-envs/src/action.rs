@@ -13,24 +13,15 @@ pub fn extract_tag<'a>(response: &'a str, tag: &str) -> Option<&'a str> {
     let close = format!("</{}>", tag.to_ascii_lowercase());
     // ASCII lower-casing keeps byte offsets identical, so indices map back to `response`.
     let lower = response.to_ascii_lowercase();
-    let mut search_end = lower.len();
-    loop {
-        let start = lower[..search_end].rfind(&open)?;
-        let body_start = start + open.len();
-        if let Some(rel) = lower[body_start..].find(&close) {
-            let body = &response[body_start..body_start + rel];
-            // A nested opening tag means this pair is broken; use the innermost complete one.
-            if let Some(inner) = body.to_ascii_lowercase().rfind(&open) {
-                let inner_start = body_start + inner + open.len();
-                return Some(response[inner_start..body_start + rel].trim());
-            }
-            return Some(body.trim());
-        }
-        if start == 0 {
-            return None;
-        }
-        search_end = start;
-    }
+    // The last complete pair opens with the last opening tag that ends before the last closing
+    // tag (a later one is never closed), and closes at the first closing tag after it. Two
+    // scans, so thousands of unclosed tags stay linear. No opening tag can lie between the two:
+    // it would be a later one that ends before the last closing tag, so the pair is innermost.
+    let last_close = lower.rfind(&close)?;
+    let start = lower[..last_close].rfind(&open)?;
+    let body_start = start + open.len();
+    let rel = lower[body_start..].find(&close)?;
+    Some(response[body_start..body_start + rel].trim())
 }
 
 /// Parses `(row, col)` / `row, col` / `row col` into two 1-indexed integers.
@@ -82,6 +73,17 @@ mod tests {
     }
 
     #[test]
+    fn many_unclosed_tags_stay_fast() {
+        // Quadratic before: every unclosed tag rescanned the rest of the text.
+        let hostile = "<action>".repeat(200_000);
+        let t = std::time::Instant::now();
+        assert_eq!(extract_action(&hostile), None);
+        let text = format!("<action>up</action>{hostile}");
+        assert_eq!(extract_action(&text), Some("up"));
+        assert!(t.elapsed().as_secs() < 5, "{:?}", t.elapsed());
+    }
+
+    #[test]
     fn row_col() {
         assert_eq!(parse_row_col("(3, 4)"), Some((3, 4)));
         assert_eq!(parse_row_col("3 4"), Some((3, 4)));
@@ -90,7 +92,33 @@ mod tests {
         assert_eq!(parse_row_col("99999999999999999999999, 1"), None);
     }
 
+    /// The earlier, quadratic scan: the last opening tag that a closing tag follows.
+    fn extract_reference<'a>(response: &'a str, tag: &str) -> Option<&'a str> {
+        let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
+        let lower = response.to_ascii_lowercase();
+        let mut end = lower.len();
+        loop {
+            let start = lower[..end].rfind(&open)?;
+            let body = start + open.len();
+            if let Some(rel) = lower[body..].find(&close) {
+                return Some(response[body..body + rel].trim());
+            }
+            end = start;
+        }
+    }
+
     proptest::proptest! {
+        #[test]
+        fn same_answer_as_the_quadratic_scan(
+            parts in proptest::collection::vec(
+                proptest::sample::select(vec!["<action>", "</action>", "<ACTION>", "x", " ", "é", "<", ">"]),
+                0..40,
+            )
+        ) {
+            let s = parts.concat();
+            proptest::prop_assert_eq!(extract_action(&s), extract_reference(&s, "action"));
+        }
+
         #[test]
         fn never_panics(s in ".*") {
             let _ = extract_action(&s);

@@ -92,6 +92,18 @@ pub trait Env: Send {
     fn task_info(&self) -> Info {
         Info::new()
     }
+    /// Hidden facts about the attempt just played (e.g. the opponent's card) that a
+    /// training-time reflection prompt may reveal, as MAGE's does. Never shown at evaluation.
+    /// `None` when the env has nothing hidden.
+    fn privileged_info(&self) -> Option<String> {
+        None
+    }
+    /// How an earlier observation appears in the history of a later prompt. LaMer shortens long
+    /// pages there (WebShop: at most `max_items` strings); the current observation is always
+    /// shown whole. Defaults to the observation unchanged.
+    fn history_observation(&self, observation: &str) -> String {
+        observation.to_string()
+    }
     /// Whether the current episode is over.
     fn is_done(&self) -> bool;
 }

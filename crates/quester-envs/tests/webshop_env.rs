@@ -45,13 +45,15 @@ fn start_page_and_admissible_actions() {
     });
     let obs = env.reset(0).unwrap();
     let goal = env.catalogue().goals[0].text.clone();
+    let page = format!("WebShop [SEP] Instruction: [SEP] {goal} [SEP] Search");
     assert_eq!(
         obs,
-        format!("WebShop [SEP] Instruction: [SEP] {goal} [SEP] Search")
+        format!("{page}\n\nAdmissible actions:\nsearch[<your query>]")
     );
+    assert_eq!(env.anchor(), page);
     assert_eq!(
         env.admissible_actions().unwrap(),
-        vec!["search[...]".to_string()]
+        vec!["search[<your query>]".to_string()]
     );
     assert_eq!(env.max_turns(), 12);
 }
@@ -179,7 +181,9 @@ fn paging_and_prev_semantics() {
     };
     let obs = env.observation();
     assert!(obs.contains("[SEP] Price: $") && obs.contains("[SEP] Rating: N.A. [SEP]"));
-    assert!(obs.ends_with("Description [SEP] Features [SEP] Reviews [SEP] Buy Now"));
+    assert!(env
+        .anchor()
+        .ends_with("Description [SEP] Features [SEP] Reviews [SEP] Buy Now"));
     assert!(act(&mut env, "click[features]").valid);
     assert!(act(&mut env, "click[< prev]").valid);
     assert_eq!(env.session().page, Page::Item { product });
@@ -189,6 +193,122 @@ fn paging_and_prev_semantics() {
     assert_eq!(env.session().page, Page::Search);
     assert!(act(&mut env, "Search[Yoga Shorts]").valid);
     assert_eq!(env.session().query, "yoga shorts");
+}
+
+#[test]
+fn observation_lists_the_admissible_actions_and_the_anchor_is_the_page() {
+    let mut env = env_with(WebShopConfig {
+        goal: Some(0),
+        ..Default::default()
+    });
+    env.reset(0).unwrap();
+    let check = |env: &WebShopEnv| {
+        let actions = env.admissible_actions().unwrap();
+        assert!(!actions.is_empty());
+        let obs = env.observation();
+        assert_eq!(
+            obs,
+            format!(
+                "{}\n\nAdmissible actions:\n{}",
+                env.anchor(),
+                actions.join("\n")
+            )
+        );
+        assert!(!env.anchor().contains("Admissible"));
+    };
+    check(&env);
+    assert!(act(&mut env, "search[women shoes black size]").valid);
+    check(&env);
+    let results = env.anchor();
+    assert!(act(&mut env, "click[next >]").valid);
+    assert!(act(&mut env, "click[< prev]").valid);
+    // The same page reached another way is the same anchor.
+    assert_eq!(env.anchor(), results);
+    let product = env.admissible_actions().unwrap()[2].clone();
+    assert!(product.starts_with("click[b"), "{product}");
+    assert!(act(&mut env, &product).valid);
+    check(&env);
+    assert!(env.observation().ends_with("click[buy now]"));
+    let done = act(&mut env, "click[buy now]");
+    assert!(done.done);
+    // Nothing is admissible after the purchase, so no block.
+    assert_eq!(done.observation, env.anchor());
+    assert!(!done.observation.contains("Admissible"));
+}
+
+#[test]
+fn history_view_cuts_long_pages_to_max_items() {
+    let search = |config: WebShopConfig| {
+        let mut env = env_with(WebShopConfig {
+            goal: Some(0),
+            ..config
+        });
+        env.reset(0).unwrap();
+        assert!(act(&mut env, "search[women shoes black size]").valid);
+        env
+    };
+    let env = search(WebShopConfig::default());
+    let obs = env.observation();
+    let page = env.anchor();
+    // Back to Search, the page line, Next >, then 10 x (ASIN, title, price): 33 strings.
+    let items = page.split(" [SEP] ").count() - 2;
+    assert_eq!(items, 33);
+    let cut = env.history_observation(&obs);
+    let kept: Vec<&str> = cut.split(" [SEP] ").collect();
+    assert_eq!(kept.len(), 2 + 15, "{cut}");
+    assert_eq!(kept[0], "Instruction:");
+    assert!(cut.ends_with(" ... (18 more)"), "{cut}");
+    assert!(page.starts_with(cut.trim_end_matches(" ... (18 more)")));
+    assert!(!cut.contains("Admissible"));
+    // The start page is short: only the actions go.
+    let mut fresh = env_with(WebShopConfig {
+        goal: Some(0),
+        ..Default::default()
+    });
+    let start = fresh.reset(0).unwrap();
+    assert_eq!(fresh.history_observation(&start), fresh.anchor());
+    // max_items from the config; 0 never cuts.
+    let five = search(WebShopConfig {
+        max_items: 5,
+        ..Default::default()
+    });
+    let cut = five.history_observation(&five.observation());
+    assert_eq!(cut.split(" [SEP] ").count(), 2 + 5);
+    assert!(cut.ends_with(" ... (28 more)"), "{cut}");
+    let whole = search(WebShopConfig {
+        max_items: 0,
+        ..Default::default()
+    });
+    assert_eq!(whole.history_observation(&whole.observation()), page);
+    let table: toml::Table = "max_items = 7".parse().unwrap();
+    assert!(make_env("webshop", table).is_ok());
+}
+
+#[test]
+fn train_and_test_goals_are_disjoint_for_every_seed() {
+    let mut train = env_with(WebShopConfig::default());
+    let mut test = env_with(WebShopConfig {
+        split: Split::Test,
+        ..Default::default()
+    });
+    assert_eq!(test.split_range(), 0..500);
+    assert_eq!(train.split_range(), 500..6910);
+    let (mut a, mut b) = (
+        std::collections::BTreeSet::new(),
+        std::collections::BTreeSet::new(),
+    );
+    for seed in 0..3000 {
+        train.reset(seed).unwrap();
+        test.reset(seed).unwrap();
+        let (g, t) = (train.goal_index().unwrap(), test.goal_index().unwrap());
+        assert!(g >= 500 && t < 500, "seed {seed}: train {g}, test {t}");
+        a.insert(g);
+        b.insert(t);
+    }
+    assert!(a.is_disjoint(&b));
+    // The draws cover the test split and spread over the training one.
+    assert!(b.len() > 490, "{}", b.len());
+    assert!(a.len() > 2000, "{}", a.len());
 }
 
 #[test]

@@ -28,6 +28,9 @@ pub struct ChatTemplate {
     source: String,
     bos_token: String,
     eos_token: String,
+    /// The `enable_thinking` the template sees. Off by default: the papers run Qwen3 with
+    /// thinking off, and its template then opens the reply with an empty `<think>` block.
+    thinking: bool,
 }
 
 /// ChatML, used when a model ships no template.
@@ -40,6 +43,7 @@ impl ChatTemplate {
             source: source.into(),
             bos_token: bos_token.into(),
             eos_token: eos_token.into(),
+            thinking: false,
         };
         t.environment()
             .template_from_str(&t.source)
@@ -50,6 +54,22 @@ impl ChatTemplate {
     /// The Jinja source.
     pub fn source(&self) -> &str {
         &self.source
+    }
+
+    /// The same template rendering with `enable_thinking` = `thinking` (default false).
+    pub fn with_thinking(mut self, thinking: bool) -> Self {
+        self.thinking = thinking;
+        self
+    }
+
+    /// Sets `enable_thinking` on a template already in place (e.g. a loaded model's).
+    pub fn set_thinking(&mut self, thinking: bool) {
+        self.thinking = thinking;
+    }
+
+    /// The `enable_thinking` value the template is rendered with.
+    pub fn thinking(&self) -> bool {
+        self.thinking
     }
 
     fn environment(&self) -> minijinja::Environment<'_> {
@@ -80,6 +100,8 @@ impl ChatTemplate {
             add_generation_prompt => add_generation_prompt,
             bos_token => &self.bos_token,
             eos_token => &self.eos_token,
+            // Always defined, so templates testing `enable_thinking is defined` see a value.
+            enable_thinking => self.thinking,
         })
         .map_err(template_error)
     }
@@ -126,6 +148,34 @@ mod tests {
         let t = ChatTemplate::new("{{ raise_exception('no system role') }}", "", "").unwrap();
         let e = t.render(&[], false).unwrap_err().to_string();
         assert!(e.contains("no system role"), "{e}");
+    }
+
+    /// The generation-prompt part of Qwen3's template, as it ships.
+    const QWEN3_SNIPPET: &str = "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- if enable_thinking is defined and enable_thinking is false %}{{- '<think>\\n\\n</think>\\n\\n' }}{%- endif %}{%- endif %}";
+
+    #[test]
+    fn qwen3_thinking_is_off_unless_turned_on() {
+        let msgs = [ChatMessage::new("user", "Hi")];
+        let t = ChatTemplate::new(QWEN3_SNIPPET, "", "<|im_end|>").unwrap();
+        assert!(!t.thinking());
+        assert_eq!(
+            t.render(&msgs, true).unwrap(),
+            "<|im_start|>assistant\n<think>\n\n</think>\n\n"
+        );
+        let on = t.clone().with_thinking(true);
+        assert_eq!(on.render(&msgs, true).unwrap(), "<|im_start|>assistant\n");
+        let mut off = on;
+        off.set_thinking(false);
+        assert_eq!(
+            off.render(&msgs, true).unwrap(),
+            t.render(&msgs, true).unwrap()
+        );
+        // Templates that never mention it render as before.
+        let chatml = ChatTemplate::new(CHATML_TEMPLATE, "", "<|im_end|>").unwrap();
+        assert_eq!(
+            chatml.render(&msgs, true).unwrap(),
+            "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
+        );
     }
 
     #[test]

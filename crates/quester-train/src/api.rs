@@ -31,11 +31,16 @@ pub fn build_policy(cfg: &TrainConfig) -> Result<Box<dyn TrainablePolicy>, Train
     }
 }
 
-/// The environment factory of a config (the registry's env with `env.settings`).
+/// The environment factory of a config: the registry's env with `env.settings`, and a trial's
+/// own settings (an opponent, a seat, evaluation's held-out split) merged over them.
 pub fn env_factory(cfg: &TrainConfig) -> Box<EnvFactory<'static>> {
     let name = cfg.env.name.clone();
     let settings = cfg.env.settings.clone();
-    Box::new(move || quester_envs::make_env(&name, settings.clone()))
+    Box::new(move |overrides: &toml::Table| {
+        let mut merged = settings.clone();
+        merged.extend(overrides.iter().map(|(k, v)| (k.clone(), v.clone())));
+        quester_envs::make_env(&name, merged)
+    })
 }
 
 /// Trains per `cfg` into `run_dir` (a fresh run, or with `resume` the continuation of the run
@@ -43,7 +48,8 @@ pub fn env_factory(cfg: &TrainConfig) -> Box<EnvFactory<'static>> {
 pub fn train(cfg: &TrainConfig, run_dir: &Path, resume: bool) -> Result<TrainSummary, TrainError> {
     // Fail on a bad env name or settings before building the model.
     let factory = env_factory(cfg);
-    factory()?;
+    factory(&toml::Table::new())?;
+    factory(&cfg.eval.env_settings)?;
     let policy = build_policy(cfg)?;
     let mut trainer = Trainer::new(cfg.clone(), policy, factory, run_dir, resume)?;
     trainer.run()
@@ -66,6 +72,11 @@ pub struct EvalReport {
     pub num_attempts: usize,
     pub pass_at: Vec<f64>,
     pub reward_mean: f64,
+    /// Per attempt k: mean reward, and win / draw / loss rates, of the trials after attempt k.
+    pub reward_at: Vec<f64>,
+    pub win_at: Vec<f64>,
+    pub draw_at: Vec<f64>,
+    pub loss_at: Vec<f64>,
     pub invalid_rate: f64,
     pub seconds: f64,
 }
@@ -80,7 +91,7 @@ pub fn evaluate(
 ) -> Result<EvalReport, TrainError> {
     cfg.validate()?;
     let factory = env_factory(cfg);
-    factory()?;
+    factory(&cfg.eval.env_settings)?;
     let mut policy = build_policy(cfg)?;
     if let Some(dir) = checkpoint {
         policy.load(dir)?;
@@ -90,11 +101,15 @@ pub fn evaluate(
     let ev = evaluate_policy(policy.as_mut(), &*factory, cfg, &templates)?;
     let report = EvalReport {
         env: cfg.env.name.clone(),
-        method: format!("{:?}", cfg.algorithm.method).to_lowercase(),
+        method: cfg.algorithm.method.name().to_string(),
         tasks: cfg.eval.tasks,
         num_attempts: cfg.eval.num_attempts,
         pass_at: ev.pass_at.clone(),
         reward_mean: ev.reward_mean,
+        reward_at: ev.reward_at.clone(),
+        win_at: ev.win_at.clone(),
+        draw_at: ev.draw_at.clone(),
+        loss_at: ev.loss_at.clone(),
         invalid_rate: ev.invalid_rate,
         seconds: t.elapsed().as_secs_f64(),
     };

@@ -18,6 +18,10 @@ pub struct TrainConfig {
     pub training: TrainingSection,
     pub eval: EvalSection,
     pub output: OutputSection,
+    /// Opponents inside the env for any method (empty pool: the env's own opponent).
+    pub opponents: crate::method::opponents::OpponentsConfig,
+    /// MAGE's own table (read only when `algorithm.method = "mage"`).
+    pub mage: crate::method::mage::MageConfig,
 }
 
 /// Which policy is trained.
@@ -121,7 +125,8 @@ impl Default for EnvSection {
     }
 }
 
-/// The training method.
+/// The training method: a preset of defaults that validation checks against the other keys
+/// (see `crate::method`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Method {
@@ -131,6 +136,37 @@ pub enum Method {
     Gigpo,
     /// Single episodes, episode-level group advantage only.
     Grpo,
+    /// Single episodes, leave-one-rollout-out baseline.
+    Rloo,
+    /// LaMer's trials against opponents: differential rewards, per-opponent groups (`[mage]`).
+    Mage,
+}
+
+impl Method {
+    /// The config name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Lamer => "lamer",
+            Method::Gigpo => "gigpo",
+            Method::Grpo => "grpo",
+            Method::Rloo => "rloo",
+            Method::Mage => "mage",
+        }
+    }
+
+    /// The advantage estimator the method uses when `algorithm.estimator` is not set.
+    pub fn default_estimator(self) -> quester_algos::Estimator {
+        match self {
+            Method::Grpo => quester_algos::Estimator::Grpo,
+            Method::Rloo => quester_algos::Estimator::Rloo,
+            Method::Lamer | Method::Gigpo | Method::Mage => quester_algos::Estimator::Gigpo,
+        }
+    }
+
+    /// A plain RL baseline: single-episode training, independent attempts in evaluation.
+    pub fn is_baseline(self) -> bool {
+        matches!(self, Method::Gigpo | Method::Grpo | Method::Rloo)
+    }
 }
 
 /// How the cross-attempt return is formed (see docs/lamer.md).
@@ -174,8 +210,9 @@ pub struct AlgorithmSection {
     pub step_gamma: f64,
     pub traj_gamma: f64,
     pub cross_attempt: CrossAttemptForm,
-    /// The advantage estimator (gigpo | grpo | rloo).
-    pub estimator: quester_algos::Estimator,
+    /// The advantage estimator (gigpo | grpo | rloo); unset = the method's own. The baselines
+    /// refuse another one (a GRPO run cannot train GiGPO); LaMer and MAGE accept any (ablations).
+    pub estimator: Option<quester_algos::Estimator>,
     /// What GRPO / RLOO compare (return | episode_score | trial_score); GiGPO ignores it.
     pub signal: quester_algos::Signal,
     /// Weight w of the step advantage A^S (GiGPO).
@@ -184,7 +221,13 @@ pub struct AlgorithmSection {
     pub invalid_penalty: f64,
     pub clip_low: f64,
     pub clip_high: f64,
+    /// Dual clip c (> 1) for negative advantages; 0 = off.
     pub dual_clip: f64,
+    /// How token losses become one number: token_mean | seq_mean_token_mean | seq_mean_token_sum.
+    pub aggregation: quester_algos::Aggregation,
+    /// Drop a response from the loss when its smallest behaviour log-prob is below this
+    /// (EMPO2's low-probability masking, e.g. -5); unset = keep all.
+    pub min_behaviour_logp: Option<f64>,
     pub entropy_coef: f64,
     /// Weight of the KL penalty to the reference model (the base model under LoRA, the initial
     /// weights in a full fine-tune); 0 = off, and no reference pass is run.
@@ -203,7 +246,7 @@ impl Default for AlgorithmSection {
             step_gamma: 0.95,
             traj_gamma: 0.9,
             cross_attempt: CrossAttemptForm::Paper,
-            estimator: quester_algos::Estimator::Gigpo,
+            estimator: None,
             signal: quester_algos::Signal::Return,
             step_advantage_weight: 1.0,
             norm: NormMode::MeanNorm,
@@ -211,6 +254,8 @@ impl Default for AlgorithmSection {
             clip_low: 0.2,
             clip_high: 0.2,
             dual_clip: 3.0,
+            aggregation: quester_algos::Aggregation::TokenMean,
+            min_behaviour_logp: None,
             entropy_coef: 0.001,
             kl_coef: 0.0,
             kl_estimator: quester_algos::KlEstimator::K3,
@@ -238,9 +283,12 @@ pub struct RolloutSection {
     pub full_observations: usize,
     /// Reflections are cut to this many characters.
     pub max_reflection_chars: usize,
-    /// A response ends at the first of these strings (kept in its text): the closing tags of
-    /// the action and the reflection, so no tokens are spent after the answer.
-    pub stop: Vec<String>,
+    /// A play response ends at the first of these strings (kept in its text): the closing tag
+    /// of the action, so no tokens are spent after the answer.
+    pub play_stop: Vec<String>,
+    /// The same for reflections: their own list, so a reflection that quotes an action is not
+    /// cut inside it.
+    pub reflect_stop: Vec<String>,
 }
 
 impl Default for RolloutSection {
@@ -255,7 +303,8 @@ impl Default for RolloutSection {
             history_window: 7,
             full_observations: 2,
             max_reflection_chars: 2000,
-            stop: vec!["</action>".into(), "</remark>".into()],
+            play_stop: vec!["</action>".into()],
+            reflect_stop: vec!["</remark>".into()],
         }
     }
 }
@@ -274,9 +323,16 @@ pub struct TrainingSection {
     pub micro_batch: usize,
     pub ppo_epochs: usize,
     pub grad_clip: f64,
+    /// AdamW's moment decays.
+    pub adam_beta1: f64,
+    pub adam_beta2: f64,
     pub seed: u64,
     /// Checkpoint every this many steps (and always at the end); 0 = only at the end.
     pub checkpoint_every: usize,
+    /// The learning-rate schedule (quester-model's own table: kind, warmup_steps, total_steps,
+    /// min_lr_ratio), counted in optimiser updates (mini-batches), not training steps. Last,
+    /// because a TOML table must follow the plain values of its section.
+    pub lr_schedule: quester_model::optim::LrSchedule,
 }
 
 impl Default for TrainingSection {
@@ -289,8 +345,11 @@ impl Default for TrainingSection {
             micro_batch: 2,
             ppo_epochs: 1,
             grad_clip: 1.0,
+            adam_beta1: 0.9,
+            adam_beta2: 0.999,
             seed: 0,
             checkpoint_every: 10,
+            lr_schedule: quester_model::optim::LrSchedule::default(),
         }
     }
 }
@@ -310,6 +369,9 @@ pub struct EvalSection {
     pub temperature: f64,
     pub top_p: f64,
     pub top_k: usize,
+    /// Settings merged over `env.settings` for evaluation only: held-out goals (WebShop
+    /// `split = "test"`), held-out opponents (MAGE: `opponent = "cfr"`), another seat.
+    pub env_settings: toml::Table,
 }
 
 impl Default for EvalSection {
@@ -323,6 +385,7 @@ impl Default for EvalSection {
             temperature: 0.7,
             top_p: 0.8,
             top_k: 20,
+            env_settings: toml::Table::new(),
         }
     }
 }
@@ -349,6 +412,7 @@ impl Default for OutputSection {
 impl TrainConfig {
     /// Builds a config from a TOML table (e.g. a preset plus overrides), then validates it.
     pub fn from_table(table: toml::Table) -> Result<Self, TrainError> {
+        check_renamed(&table)?;
         let cfg: TrainConfig = quester_config::from_table(table)?;
         cfg.validate()?;
         Ok(cfg)
@@ -379,12 +443,26 @@ impl TrainConfig {
         if !(0.0..=1.0).contains(&a.traj_gamma) {
             return bad("algorithm.traj_gamma", "must be in [0, 1]");
         }
-        if a.clip_low < 0.0 || a.clip_high < 0.0 {
-            return bad("algorithm.clip_low/clip_high", "must be >= 0");
+        if !(0.0..1.0).contains(&a.clip_low) {
+            return bad(
+                "algorithm.clip_low",
+                "must be in [0, 1) (the ratio is clipped at 1 - clip_low)",
+            );
         }
-        if a.dual_clip <= 1.0 {
-            return bad("algorithm.dual_clip", "must be > 1");
+        if a.clip_high < 0.0 {
+            return bad("algorithm.clip_high", "must be >= 0");
         }
+        if !(a.dual_clip == 0.0 || a.dual_clip > 1.0) {
+            return bad("algorithm.dual_clip", "must be 0 (off) or > 1");
+        }
+        if a.min_behaviour_logp.is_some_and(|m| m.is_nan() || m > 0.0) {
+            return bad(
+                "algorithm.min_behaviour_logp",
+                "must be a log-prob (<= 0), or unset",
+            );
+        }
+        self.validate_memory()?;
+        crate::method::validate(self)?;
         if !(a.kl_coef >= 0.0 && a.kl_coef.is_finite()) {
             return bad("algorithm.kl_coef", "must be >= 0 (0 = off)");
         }
@@ -404,6 +482,14 @@ impl TrainConfig {
         if self.eval.num_attempts == 0 {
             return bad("eval.num_attempts", "must be at least 1");
         }
+        let t = &self.training;
+        if !(0.0..1.0).contains(&t.adam_beta1) || !(0.0..1.0).contains(&t.adam_beta2) {
+            return bad("training.adam_beta1/adam_beta2", "must be in [0, 1)");
+        }
+        if let Err(e) = t.lr_schedule.validate() {
+            return bad("training.lr_schedule", &e);
+        }
+        self.validate_held_out()?;
         if self.model.kind == PolicyKind::Tabular && self.model.tabular_candidates.is_empty() {
             return bad(
                 "model.tabular_candidates",
@@ -412,4 +498,83 @@ impl TrainConfig {
         }
         Ok(())
     }
+
+    /// Refuses reflections that are trained but never shown, or shown but never written.
+    fn validate_memory(&self) -> Result<(), TrainError> {
+        let a = &self.algorithm;
+        if a.num_attempts < 2 && self.eval.num_attempts < 2 {
+            return Ok(());
+        }
+        let shown = matches!(
+            a.reflection_type,
+            ReflectionType::ReflectionOnly | ReflectionType::HistoryAndReflection
+        );
+        if a.do_reflection && !shown {
+            return Err(TrainError::Config(format!(
+                "algorithm.do_reflection: reflections are written (and trained) but reflection_type                  = {:?} never shows them; set do_reflection = false or reflection_type =                  \"reflection_only\" / \"history_and_reflection\"",
+                a.reflection_type
+            )));
+        }
+        if shown && !a.do_reflection {
+            return Err(TrainError::Config(format!(
+                "algorithm.reflection_type: {:?} shows reflections, but do_reflection = false                  never writes one; set do_reflection = true or reflection_type = \"history_only\"                  / \"none\"",
+                a.reflection_type
+            )));
+        }
+        Ok(())
+    }
+
+    /// Evaluation tasks must be held out: seeds disjoint from every training seed, and WebShop
+    /// goals from another split.
+    fn validate_held_out(&self) -> Result<(), TrainError> {
+        let train_lo = self.env.train_seed_base;
+        let train_hi = train_lo.saturating_add(
+            (self.training.steps as u64).saturating_mul(self.rollout.tasks_per_step as u64),
+        );
+        let eval_lo = self.env.eval_seed_base;
+        let eval_hi = eval_lo.saturating_add(self.eval.tasks as u64);
+        if eval_lo < train_hi && train_lo < eval_hi {
+            return Err(TrainError::Config(format!(
+                "env.eval_seed_base: evaluation seeds {eval_lo}..{eval_hi} overlap the training                  seeds {train_lo}..{train_hi}; evaluation must use held-out tasks"
+            )));
+        }
+        if self.env.name == "webshop" {
+            let split = |t: &toml::Table| {
+                t.get("split")
+                    .and_then(toml::Value::as_str)
+                    .map(str::to_string)
+            };
+            let has_goal = |t: &toml::Table| t.contains_key("goal");
+            let train = split(&self.env.settings).unwrap_or_else(|| "train".into());
+            let eval = split(&self.eval.env_settings).unwrap_or_else(|| train.clone());
+            if !has_goal(&self.eval.env_settings) && (eval == train || eval == "all") {
+                return Err(TrainError::Config(format!(
+                    "eval.env_settings.split: WebShop evaluation draws from split \"{eval}\",                      which holds training goals (training: \"{train}\"); set                      eval.env_settings.split = \"test\" (goals[0:500])"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Keys that were renamed, with what to write instead: an old preset fails with this message
+/// rather than a bare "unknown field".
+const RENAMED: &[(&str, &str, &str)] = &[(
+    "rollout",
+    "stop",
+    "rollout.stop was split per phase: use rollout.play_stop (e.g. [\"</action>\"]) and \
+     rollout.reflect_stop (e.g. [\"</remark>\"])",
+)];
+
+fn check_renamed(table: &toml::Table) -> Result<(), TrainError> {
+    for (section, key, message) in RENAMED {
+        let hit = table
+            .get(*section)
+            .and_then(toml::Value::as_table)
+            .is_some_and(|t| t.contains_key(*key));
+        if hit {
+            return Err(TrainError::Config((*message).to_string()));
+        }
+    }
+    Ok(())
 }

@@ -5,9 +5,11 @@
 //! [`trainer::Trainer`] runs the loop with any [`policy::TrainablePolicy`] and env factory.
 
 pub mod api;
+pub mod behaviour;
 pub mod config;
 pub mod error;
 pub mod memory;
+pub mod method;
 pub mod policy;
 pub mod prompts;
 pub mod rng;

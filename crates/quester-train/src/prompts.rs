@@ -30,6 +30,22 @@ const EMBEDDED: &[(&str, &str)] = &[
         "sokoban_terse_reflect",
         include_str!("../../../configs/prompts/sokoban_terse_reflect.txt"),
     ),
+    (
+        "kuhn_terse_play",
+        include_str!("../../../configs/prompts/kuhn_terse_play.txt"),
+    ),
+    (
+        "kuhn_terse_reflect",
+        include_str!("../../../configs/prompts/kuhn_terse_reflect.txt"),
+    ),
+    (
+        "tictactoe_terse_play",
+        include_str!("../../../configs/prompts/tictactoe_terse_play.txt"),
+    ),
+    (
+        "tictactoe_terse_reflect",
+        include_str!("../../../configs/prompts/tictactoe_terse_reflect.txt"),
+    ),
 ];
 
 /// The play and reflection templates of one environment.

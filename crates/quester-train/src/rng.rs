@@ -22,6 +22,7 @@ pub mod purpose {
     pub const EVAL_GEN: u64 = 3;
     pub const SHUFFLE: u64 = 4;
     pub const TRAJ_PICK: u64 = 5;
+    pub const SEATS: u64 = 6;
 }
 
 #[cfg(test)]

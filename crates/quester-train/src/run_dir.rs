@@ -60,6 +60,20 @@ pub struct RunDir {
 }
 
 const STATE_FILE: &str = "state.json";
+/// The training method's own state (strategy banks, memories), in every checkpoint.
+const METHOD_STATE_FILE: &str = "method_state.json";
+
+/// The method state saved in checkpoint `dir` (Null when the checkpoint has none: methods
+/// without state, or a checkpoint written before methods had any).
+pub fn load_method_state(dir: &Path) -> Result<serde_json::Value, TrainError> {
+    let p = dir.join(METHOD_STATE_FILE);
+    if !p.exists() {
+        return Ok(serde_json::Value::Null);
+    }
+    let text = fs::read_to_string(&p).map_err(|e| TrainError::io(&p, e))?;
+    serde_json::from_str(&text)
+        .map_err(|e| TrainError::Resume(format!("{} is corrupt: {e}", p.display())))
+}
 const LATEST: &str = "latest";
 
 fn io<T>(path: &Path, r: std::io::Result<T>) -> Result<T, TrainError> {
@@ -171,6 +185,7 @@ impl RunDir {
         &self,
         step: usize,
         policy: &dyn TrainablePolicy,
+        method_state: &serde_json::Value,
         keep: usize,
     ) -> Result<PathBuf, TrainError> {
         let state = CheckpointState {
@@ -187,6 +202,14 @@ impl RunDir {
         }
         io(&tmp, fs::create_dir_all(&tmp))?;
         policy.save(&tmp)?;
+        if !method_state.is_null() {
+            let mp = tmp.join(METHOD_STATE_FILE);
+            let text = serde_json::to_string(method_state)
+                .map_err(|e| TrainError::Policy(e.to_string()))?;
+            let mut f = io(&mp, File::create(&mp))?;
+            io(&mp, f.write_all(text.as_bytes()))?;
+            io(&mp, f.sync_all())?;
+        }
         let sp = tmp.join(STATE_FILE);
         let text =
             serde_json::to_string_pretty(&state).map_err(|e| TrainError::Policy(e.to_string()))?;

@@ -11,14 +11,33 @@ pub enum SampleKind {
     Reflect,
 }
 
+/// Which log-probs the importance ratio divides by, when the recorded ones are not the current
+/// policy's under the training context (see [`crate::behaviour`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OldLogprobs {
+    /// Decided from the record: the recorded behaviour log-probs when they are exactly the
+    /// policy's (temperature 1, no top-k / top-p, trained in the context it was sampled in),
+    /// else the current weights' log-probs in the training context, rescored before the
+    /// step's first update.
+    #[default]
+    Auto,
+    /// Always the recorded behaviour log-probs, even in another training context: an
+    /// importance ratio across contexts (EMPO2's off-policy update as its paper reads).
+    Behaviour,
+}
+
 /// One training sample (prompt -> response).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Sample {
-    /// The task group key (all trials of one task in one batch share it).
+    /// The task group key (all trials of one task in one batch share it; with opponents, the
+    /// opponent is part of it).
     pub task_id: String,
     pub task_seed: u64,
     /// Trial index within the task's group.
     pub trial: usize,
+    /// The opponent this trial played against (empty in single-agent envs).
+    pub opponent: String,
     /// 0-based attempt.
     pub attempt: usize,
     /// 0-based turn within the attempt (0 for reflections).
@@ -28,6 +47,8 @@ pub struct Sample {
     /// reflections.
     pub anchor: String,
     pub reward: f64,
+    /// Subtracted from this sample's episode score only (MAGE's length penalty).
+    pub score_penalty: f64,
     /// False for an unparsable/disallowed action or a reflection without `<remark>`.
     pub valid: bool,
     /// The environment reported success on this step.
@@ -39,10 +60,26 @@ pub struct Sample {
     /// The reply as the environment saw it: the forced response prefix (if any; its tokens are
     /// part of `prompt_ids`) followed by the generated text.
     pub response: String,
+    /// The context the response was sampled in.
     pub prompt_ids: Vec<u32>,
+    /// The context it is trained in, when a method trains it under another one (None: the
+    /// sampling context).
+    pub train_prompt_ids: Option<Vec<u32>>,
     pub response_ids: Vec<u32>,
+    /// Behaviour log-probability of every response token: of the distribution actually sampled
+    /// from (temperature, top-k and top-p applied).
     pub logprobs: Vec<f32>,
     pub temperatures: Vec<f32>,
+    /// top-k or top-p cut the distribution the tokens were drawn from.
+    pub truncated_sampling: bool,
+    pub old_logprobs: OldLogprobs,
+}
+
+impl Sample {
+    /// The prompt ids the loss conditions on.
+    pub fn training_prompt_ids(&self) -> &[u32] {
+        self.train_prompt_ids.as_deref().unwrap_or(&self.prompt_ids)
+    }
 }
 
 /// Anchor shared by every reflection step (they form one step group per task).
@@ -63,6 +100,8 @@ pub struct Trial {
     pub task_id: String,
     pub task_seed: u64,
     pub trial: usize,
+    /// The opponent (empty in single-agent envs).
+    pub opponent: String,
     pub attempts: Vec<AttemptOutcome>,
     pub samples: Vec<Sample>,
 }
@@ -71,5 +110,11 @@ impl Trial {
     /// Won in any attempt < k (pass@k for this trial).
     pub fn won_within(&self, k: usize) -> bool {
         self.attempts.iter().take(k).any(|a| a.won)
+    }
+
+    /// The outcome of attempt `k` (0-based) as the trial stands after it: a won trial is
+    /// frozen, so its later attempts count as its last played one.
+    pub fn attempt_or_last(&self, k: usize) -> Option<&AttemptOutcome> {
+        self.attempts.get(k).or_else(|| self.attempts.last())
     }
 }

@@ -24,13 +24,14 @@ pub fn step_record(s: &Sample) -> StepRecord {
         reward: s.reward,
         invalid: !s.valid,
         won: s.won,
+        score_penalty: s.score_penalty,
     }
 }
 
 /// The advantage settings of an algorithm section.
 pub fn advantage_config(a: &AlgorithmSection) -> AdvantageConfig {
     AdvantageConfig {
-        estimator: a.estimator,
+        estimator: a.estimator.unwrap_or(a.method.default_estimator()),
         normalization: match a.norm {
             NormMode::MeanNorm => Normalization::MeanNorm,
             NormMode::MeanStdNorm => Normalization::MeanStdNorm,
@@ -48,13 +49,14 @@ pub fn advantage_config(a: &AlgorithmSection) -> AdvantageConfig {
     }
 }
 
-/// Advantages of every sample (cross-attempt returns, GiGPO / GRPO / RLOO).
+/// Advantages of every sample (cross-attempt returns, GiGPO / GRPO / RLOO) with a method's
+/// advantage settings.
 pub fn advantages(
     samples: &[Sample],
-    a: &AlgorithmSection,
+    cfg: &AdvantageConfig,
 ) -> Result<SampleAdvantages, quester_algos::AlgoError> {
     let records: Vec<StepRecord> = samples.iter().map(step_record).collect();
-    quester_algos::compute_advantages(&records, &advantage_config(a))
+    quester_algos::compute_advantages(&records, cfg)
 }
 
 /// The PPO loss settings; the entropy bonus is applied model-side, so it is 0 here.
@@ -63,6 +65,8 @@ pub fn loss_config(a: &AlgorithmSection) -> PolicyLossConfig {
         clip_low: a.clip_low,
         clip_high: a.clip_high,
         dual_clip: a.dual_clip,
+        aggregation: a.aggregation,
+        min_behaviour_logp: a.min_behaviour_logp,
         entropy_coef: 0.0,
         kl_coef: a.kl_coef,
         kl_estimator: a.kl_estimator,

@@ -28,18 +28,15 @@ fn generate_then_update_with_aligned_logprobs() {
     let reqs: Vec<GenRequest> = (0..3)
         .map(|i| GenRequest {
             messages: vec![ChatMessage::user(format!("Hello {i}"))],
-            seed: i,
             response_prefix: String::new(),
+            params: SamplingParams {
+                max_new_tokens: 8,
+                seed: i,
+                ..SamplingParams::default()
+            },
         })
         .collect();
-    let params = SamplingParams {
-        temperature: 1.0,
-        top_p: 1.0,
-        top_k: 0,
-        max_tokens: 8,
-        stop: Vec::new(),
-    };
-    let gens = pol.generate(&reqs, &params).unwrap();
+    let gens = pol.generate(&reqs).unwrap();
     assert_eq!(gens.len(), 3);
     for g in &gens {
         assert!(!g.response_ids.is_empty() && g.response_ids.len() <= 8);
@@ -47,7 +44,7 @@ fn generate_then_update_with_aligned_logprobs() {
         assert_eq!(g.temperatures.len(), g.response_ids.len());
     }
     // Same seeds, same responses.
-    assert_eq!(pol.generate(&reqs, &params).unwrap(), gens);
+    assert_eq!(pol.generate(&reqs).unwrap(), gens);
     let seqs: Vec<TrainSeq<'_>> = gens
         .iter()
         .map(|g| TrainSeq {
@@ -116,10 +113,7 @@ fn generate_then_update_with_aligned_logprobs() {
     pol.save(dir.path()).unwrap();
     let mut other = build_policy(&c).unwrap();
     other.load(dir.path()).unwrap();
-    assert_eq!(
-        other.generate(&reqs, &params).unwrap(),
-        pol.generate(&reqs, &params).unwrap()
-    );
+    assert_eq!(other.generate(&reqs).unwrap(), pol.generate(&reqs).unwrap());
 }
 
 /// Log-probs of `gens` under `pol`, read through a zero-gradient update.
@@ -170,18 +164,15 @@ fn sample(
     let reqs: Vec<GenRequest> = (0..n)
         .map(|i| GenRequest {
             messages: vec![ChatMessage::user(format!("{tag} {i}"))],
-            seed: seed0 + i,
             response_prefix: String::new(),
+            params: SamplingParams {
+                max_new_tokens: 6,
+                seed: seed0 + i,
+                ..SamplingParams::default()
+            },
         })
         .collect();
-    let params = SamplingParams {
-        temperature: 1.0,
-        top_p: 1.0,
-        top_k: 0,
-        max_tokens: 6,
-        stop: Vec::new(),
-    };
-    pol.generate(&reqs, &params).unwrap()
+    pol.generate(&reqs).unwrap()
 }
 
 /// The generations as training sequences, with their behaviour log-probs given as current.

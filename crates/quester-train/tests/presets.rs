@@ -14,7 +14,7 @@ fn every_preset_parses_and_validates() {
             continue;
         }
         let cfg = TrainConfig::load(&p, &[]).unwrap_or_else(|e| panic!("{name}: {e}"));
-        if name.starts_with("lamer") {
+        if name.starts_with("lamer") || name.starts_with("mage") {
             assert_eq!(cfg.algorithm.num_attempts, 3, "{name}");
         } else {
             assert_eq!(cfg.algorithm.num_attempts, 1, "{name}");
@@ -23,8 +23,9 @@ fn every_preset_parses_and_validates() {
         n += 1;
     }
     assert_eq!(
-        n, 24,
-        "lamer/gigpo/grpo x sokoban/minesweeper/bandit/webshop x cpu/paper"
+        n, 36,
+        "lamer/gigpo/grpo x sokoban/minesweeper/bandit/webshop x cpu/paper, \
+         mage/lamer/gigpo x kuhn/tictactoe x cpu/paper"
     );
 }
 

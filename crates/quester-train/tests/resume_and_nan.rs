@@ -7,8 +7,7 @@ mod common;
 use quester_train::api::{build_policy, env_factory};
 use quester_train::policy::tabular::TabularPolicy;
 use quester_train::policy::{
-    GenRequest, Generation, LossValue, Policy, SamplingParams, TrainSeq, TrainablePolicy,
-    UpdateStats,
+    GenRequest, Generation, LossValue, Policy, TrainSeq, TrainablePolicy, UpdateStats,
 };
 use quester_train::trainer::Trainer;
 use quester_train::{TrainConfig, TrainError};
@@ -125,16 +124,16 @@ struct Poisoned {
 }
 
 impl Policy for Poisoned {
-    fn generate(
-        &mut self,
-        r: &[GenRequest],
-        p: &SamplingParams,
-    ) -> Result<Vec<Generation>, TrainError> {
-        self.inner.generate(r, p)
+    fn generate(&mut self, r: &[GenRequest]) -> Result<Vec<Generation>, TrainError> {
+        self.inner.generate(r)
     }
 }
 
 impl TrainablePolicy for Poisoned {
+    fn score(&mut self, batch: &[TrainSeq<'_>]) -> Result<Vec<Vec<f64>>, TrainError> {
+        self.inner.score(batch)
+    }
+
     fn update(
         &mut self,
         batch: &[TrainSeq<'_>],

@@ -21,11 +21,7 @@ fn revealed_arm(prompt: &str) -> Option<char> {
 }
 
 impl Policy for Scripted {
-    fn generate(
-        &mut self,
-        reqs: &[GenRequest],
-        _: &SamplingParams,
-    ) -> Result<Vec<Generation>, TrainError> {
+    fn generate(&mut self, reqs: &[GenRequest]) -> Result<Vec<Generation>, TrainError> {
         self.calls.push(reqs.len());
         Ok(reqs
             .iter()
@@ -62,29 +58,28 @@ fn spec(reflection: bool, kind: ReflectionType) -> RolloutSpec {
         history_window: 7,
         full_observations: 2,
         max_reflection_chars: 2000,
-        sampling: SamplingParams {
-            temperature: 1.0,
-            top_p: 1.0,
-            top_k: 0,
-            max_tokens: 16,
-            stop: Vec::new(),
+        play_sampling: SamplingParams {
+            max_new_tokens: 16,
+            stop: vec!["</action>".into()],
+            ..SamplingParams::default()
         },
+        reflect_sampling: SamplingParams {
+            max_new_tokens: 16,
+            stop: vec!["</remark>".into()],
+            ..SamplingParams::default()
+        },
+        privileged_reflection: false,
         templates: PromptTemplates::builtin("bandit"),
     }
 }
 
 fn requests(n: usize) -> Vec<TrialRequest> {
     (0..n)
-        .map(|i| TrialRequest {
-            task_id: format!("t{i}"),
-            task_seed: 100 + i as u64,
-            trial: i,
-            gen_seed: i as u64,
-        })
+        .map(|i| TrialRequest::new(format!("t{i}"), 100 + i as u64, i, i as u64))
         .collect()
 }
 
-fn bandit() -> Result<Box<dyn quester_envs::Env>, quester_envs::EnvError> {
+fn bandit(_: &toml::Table) -> Result<Box<dyn quester_envs::Env>, quester_envs::EnvError> {
     quester_envs::make_env("bandit", toml::Table::new())
 }
 
@@ -247,11 +242,7 @@ fn same_seeds_same_trials() {
 struct Fixed(&'static str);
 
 impl Policy for Fixed {
-    fn generate(
-        &mut self,
-        reqs: &[GenRequest],
-        _: &SamplingParams,
-    ) -> Result<Vec<Generation>, TrainError> {
+    fn generate(&mut self, reqs: &[GenRequest]) -> Result<Vec<Generation>, TrainError> {
         Ok(reqs
             .iter()
             .map(|_| Generation {
@@ -264,7 +255,7 @@ impl Policy for Fixed {
 
 #[test]
 fn sokoban_attempts_restart_and_respect_max_turns() {
-    let make = || quester_envs::make_env("sokoban", toml::Table::new());
+    let make = |_: &toml::Table| quester_envs::make_env("sokoban", toml::Table::new());
     let mut s = spec(true, ReflectionType::HistoryAndReflection);
     s.max_turns = 4;
     s.templates = PromptTemplates::builtin("sokoban");
@@ -300,4 +291,78 @@ fn sokoban_attempts_restart_and_respect_max_turns() {
         .flat_map(|t| &t.samples)
         .filter(|x| x.kind == SampleKind::Play)
         .all(|x| !x.valid));
+}
+
+/// Records every request; answers a play turn with a fixed move and a reflection with a remark
+/// that quotes an action.
+#[derive(Default)]
+struct Recorder(Vec<GenRequest>);
+
+impl Policy for Recorder {
+    fn generate(&mut self, reqs: &[GenRequest]) -> Result<Vec<Generation>, TrainError> {
+        self.0.extend(reqs.iter().cloned());
+        Ok(reqs
+            .iter()
+            .map(|r| Generation {
+                text: if r.messages[0].content.contains("<remark>") {
+                    "<remark>next time play <action>BET</action> with the K</remark>".into()
+                } else {
+                    "<action>PASS</action>".into()
+                },
+                ..Generation::default()
+            })
+            .collect())
+    }
+}
+
+#[test]
+fn each_phase_has_its_own_stops_and_privileged_info_reaches_training_reflections_only() {
+    // Kuhn against the aggressive bot: the agent passes, so some hands end without a
+    // showdown that would show the opponent's card.
+    let make = |o: &toml::Table| {
+        let mut t: toml::Table = "opponent = \"aggressive\"".parse().unwrap();
+        t.extend(o.clone());
+        quester_envs::make_env("kuhn", t)
+    };
+    let mut s = spec(true, ReflectionType::ReflectionOnly);
+    s.templates = PromptTemplates::builtin("kuhn");
+    s.num_attempts = 2;
+    for privileged in [true, false] {
+        s.privileged_reflection = privileged;
+        let mut pol = Recorder::default();
+        let trials = run_trials(&mut pol, &make, &requests(6), &s, None).unwrap();
+        let reflect: Vec<&GenRequest> = pol
+            .0
+            .iter()
+            .filter(|r| r.messages[0].content.contains("<remark>"))
+            .collect();
+        let play: Vec<&GenRequest> = pol
+            .0
+            .iter()
+            .filter(|r| !r.messages[0].content.contains("<remark>"))
+            .collect();
+        assert!(!reflect.is_empty() && !play.is_empty());
+        assert!(reflect.iter().all(|r| r.params.stop == ["</remark>"]));
+        assert!(play.iter().all(|r| r.params.stop == ["</action>"]));
+        // The reflection quoting an action is kept whole.
+        let refl = trials
+            .iter()
+            .flat_map(|t| &t.samples)
+            .find(|x| x.kind == SampleKind::Reflect)
+            .unwrap();
+        assert!(refl.valid && refl.response.ends_with("</remark>"));
+        let hidden = reflect
+            .iter()
+            .filter(|r| r.messages[0].content.contains("Hidden information"))
+            .count();
+        if privileged {
+            assert_eq!(hidden, reflect.len(), "every training reflection sees it");
+        } else {
+            assert_eq!(hidden, 0);
+        }
+        // Play prompts never see it.
+        assert!(play
+            .iter()
+            .all(|r| !r.messages[0].content.contains("Hidden information")));
+    }
 }

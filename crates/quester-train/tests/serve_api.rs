@@ -450,10 +450,8 @@ fn the_openai_policy_generates_through_serve() {
     .unwrap();
     let params = SamplingParams {
         temperature: 0.5,
-        top_p: 1.0,
-        top_k: 0,
-        max_tokens: 64,
-        stop: Vec::new(),
+        max_new_tokens: 64,
+        ..SamplingParams::default()
     };
     let requests: Vec<GenRequest> = (0..3)
         .map(|i| GenRequest {
@@ -461,11 +459,14 @@ fn the_openai_policy_generates_through_serve() {
                 ChatMessage::system("sys"),
                 ChatMessage::user(format!("u{i}")),
             ],
-            seed: 5 + i,
             response_prefix: String::new(),
+            params: SamplingParams {
+                seed: 5 + i,
+                ..params.clone()
+            },
         })
         .collect();
-    let gens = policy.generate(&requests, &params).unwrap();
+    let gens = policy.generate(&requests).unwrap();
     for (i, g) in gens.iter().enumerate() {
         let expected = format!("echo:u{i}:t0.5:s{}", 5 + i);
         assert_eq!(g.text, expected);
@@ -478,7 +479,7 @@ fn the_openai_policy_generates_through_serve() {
     // A request that fails after the retries fails the call, naming which one.
     let mut bad = requests.clone();
     bad[1].messages[1].content = "fail".into();
-    let err = policy.generate(&bad, &params).unwrap_err().to_string();
+    let err = policy.generate(&bad).unwrap_err().to_string();
     assert!(
         err.contains("request 1") && err.contains("out of memory"),
         "{err}"

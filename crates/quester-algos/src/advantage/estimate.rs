@@ -207,7 +207,7 @@ pub fn compute_advantages(
         }
     }
     for (score, s) in scores.iter_mut().zip(samples) {
-        *score = penalized_score(*score, s.invalid, cfg.invalid_penalty);
+        *score = penalized_score(*score, s.invalid, cfg.invalid_penalty) - s.score_penalty;
     }
 
     let task_keys: Vec<&str> = samples.iter().map(|s| s.task_key.as_str()).collect();
@@ -234,16 +234,19 @@ pub fn compute_advantages(
             (g.episode, g.step, g.total)
         }
         Estimator::Grpo | Estimator::Rloo => {
+            let trial_ids: Vec<u64> = samples.iter().map(|s| s.trial_id).collect();
             let a = match cfg.signal {
                 Signal::Return => {
                     let values: Vec<f64> = returns
                         .iter()
                         .zip(samples)
-                        .map(|(&g, s)| penalized_score(g, s.invalid, cfg.invalid_penalty))
+                        .map(|(&g, s)| {
+                            penalized_score(g, s.invalid, cfg.invalid_penalty) - s.score_penalty
+                        })
                         .collect();
-                    relative(cfg, &task_keys, &values)?
+                    relative(cfg, &task_keys, &trial_ids, &values)?
                 }
-                Signal::EpisodeScore => relative(cfg, &task_keys, &scores)?,
+                Signal::EpisodeScore => relative(cfg, &task_keys, &trial_ids, &scores)?,
                 Signal::TrialScore => trial_score_advantages(samples, &rewards, &trials, cfg)?,
             };
             let zeros = vec![0.0; samples.len()];
@@ -280,20 +283,28 @@ fn trial_score_advantages(
                     StepKind::Play => rewards[i],
                     StepKind::Reflect => 0.0,
                 };
-                value += penalized_score(reward, samples[i].invalid, cfg.invalid_penalty);
+                value += penalized_score(reward, samples[i].invalid, cfg.invalid_penalty)
+                    - samples[i].score_penalty;
             }
         }
         unit_keys.push(trial.task_key.as_str());
         unit_values.push(value);
     }
-    let per_trial = relative(cfg, &unit_keys, &unit_values)?;
+    let units: Vec<u64> = (0..unit_keys.len() as u64).collect();
+    let per_trial = relative(cfg, &unit_keys, &units, &unit_values)?;
     broadcast_to_steps(&unit_of_sample, &per_trial)
 }
 
 /// GRPO or RLOO of `values` within groups of equal `keys`.
-fn relative(cfg: &AdvantageConfig, keys: &[&str], values: &[f64]) -> Result<Vec<f64>, AlgoError> {
+/// `rollouts[i]` names the rollout (trial) of value i: RLOO leaves out whole rollouts.
+fn relative(
+    cfg: &AdvantageConfig,
+    keys: &[&str],
+    rollouts: &[u64],
+    values: &[f64],
+) -> Result<Vec<f64>, AlgoError> {
     match cfg.estimator {
-        Estimator::Rloo => rloo_advantages(keys, values),
+        Estimator::Rloo => rloo_advantages(keys, rollouts, values),
         _ => grpo_advantages(keys, values, cfg.normalization, cfg.epsilon),
     }
 }

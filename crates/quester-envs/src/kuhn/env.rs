@@ -289,6 +289,15 @@ impl Env for KuhnEnv {
         info
     }
 
+    fn privileged_info(&self) -> Option<String> {
+        // The deal is fixed at reset, so the card is known from then on, not only at the end.
+        let t = self.task.as_ref()?;
+        Some(format!(
+            "The opponent held the {}.",
+            t.cards[1 - t.agent_seat].symbol()
+        ))
+    }
+
     fn is_done(&self) -> bool {
         self.task.as_ref().is_some_and(|t| t.done)
     }

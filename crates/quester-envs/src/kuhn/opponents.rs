@@ -10,9 +10,10 @@ use rand_chacha::ChaCha8Rng;
 pub enum KuhnBot {
     /// Bets and calls only with K; never bluffs.
     Conservative,
-    /// Bets and calls with Q or K; bluff-bets J half the time; folds J to a bet.
+    /// Always bets or calls, except that it folds J to a bet (MAGE's released bot).
     Aggressive,
-    /// Bets K, bluff-bets J a third of the time, checks Q; calls K always and Q half the time.
+    /// Bets and calls with K, passes (checks / folds) with J, bets Q when no bet is pending and
+    /// folds Q to a bet (MAGE's released bot).
     Intermediate,
     /// The CFR+ equilibrium ([`equilibrium`]).
     Cfr,
@@ -57,12 +58,11 @@ impl KuhnBot {
             (_, Card::K, _) => 1.0,
             (Self::Conservative, _, _) => 0.0,
             (Self::Aggressive, Card::Q, _) => 1.0,
-            (Self::Aggressive, Card::J, false) => 0.5,
+            (Self::Aggressive, Card::J, false) => 1.0,
             (Self::Aggressive, Card::J, true) => 0.0,
-            (Self::Intermediate, Card::J, false) => 1.0 / 3.0,
-            (Self::Intermediate, Card::J, true) => 0.0,
-            (Self::Intermediate, Card::Q, false) => 0.0,
-            (Self::Intermediate, Card::Q, true) => 0.5,
+            (Self::Intermediate, Card::J, _) => 0.0,
+            (Self::Intermediate, Card::Q, false) => 1.0,
+            (Self::Intermediate, Card::Q, true) => 0.0,
         }
     }
 

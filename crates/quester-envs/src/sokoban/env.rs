@@ -228,6 +228,10 @@ impl Env for Sokoban {
     }
 
     fn admissible_actions(&self) -> Option<Vec<String>> {
+        if self.done {
+            // Like every other env: nothing is accepted once the episode is over.
+            return Some(Vec::new());
+        }
         Some(
             super::grid::Dir::ALL
                 .iter()

@@ -1,4 +1,4 @@
-//! WebShop settings (`[env.config]`).
+//! WebShop settings (the trainer's `[env.settings]` table).
 
 use serde::{Deserialize, Serialize};
 
@@ -68,6 +68,9 @@ pub struct WebShopConfig {
     pub top_k: usize,
     /// Results per page (upstream: 10).
     pub per_page: usize,
+    /// Strings after the instruction that an earlier page keeps in a later prompt's history
+    /// (LaMer: 15; the current page is always whole). 0 = never cut.
+    pub max_items: usize,
 }
 
 impl Default for WebShopConfig {
@@ -79,6 +82,7 @@ impl Default for WebShopConfig {
             max_turns: 12,
             top_k: 50,
             per_page: 10,
+            max_items: 15,
         }
     }
 }

@@ -4,7 +4,7 @@ use super::action::parse_shop_action;
 use super::catalogue::Catalogue;
 use super::config::{RewardMode, Split, WebShopConfig};
 use super::goals::TEST_GOALS;
-use super::pages::{Outcome, Session};
+use super::pages::{Outcome, Session, SEP};
 use super::reward::{score_purchase, RewardParts};
 use crate::action::extract_action;
 use crate::env::{Env, EnvError, Info, Step};
@@ -16,6 +16,12 @@ use std::sync::Arc;
 
 /// Reward paid by `reward = "success"` for a perfect purchase.
 pub const SUCCESS_REWARD: f64 = 10.0;
+
+/// Starts the block of admissible actions that `observation()` appends to the page.
+pub const ACTIONS_HEADER: &str = "\n\nAdmissible actions:\n";
+
+/// What the search page admits (LaMer's wording: the brackets hold the agent's own keywords).
+pub const SEARCH_ACTION: &str = "search[<your query>]";
 
 const NAME: &str = "webshop";
 
@@ -96,6 +102,12 @@ impl WebShopEnv {
             Split::Train => TEST_GOALS.min(n)..n,
             Split::All => 0..n,
         }
+    }
+
+    /// The page as text, without the admissible actions (GiGPO's anchor).
+    pub fn page(&self) -> String {
+        let score = self.result.as_ref().map(|r| r.score);
+        self.session.render(&self.cat, self.instruction(), score)
     }
 
     fn instruction(&self) -> &str {
@@ -203,8 +215,22 @@ impl Env for WebShopEnv {
     }
 
     fn observation(&self) -> String {
-        let score = self.result.as_ref().map(|r| r.score);
-        self.session.render(&self.cat, self.instruction(), score)
+        let mut out = self.page();
+        let actions = self.admissible_actions().unwrap_or_default();
+        if !actions.is_empty() {
+            out.push_str(ACTIONS_HEADER);
+            out.push_str(&actions.join("\n"));
+        }
+        out
+    }
+
+    fn anchor(&self) -> String {
+        // The actions are a function of the page, so the page alone names the state.
+        self.page()
+    }
+
+    fn history_observation(&self, observation: &str) -> String {
+        cut_page(observation, self.config.max_items)
     }
 
     fn rules(&self) -> String {
@@ -214,8 +240,9 @@ impl Env for WebShopEnv {
          Actions: search[keywords] (only on the search page) or click[x] where x is one of the \
          clickable items of the current page: `back to search`, `next >`, `< prev`, a product ID \
          from the results, an option value, `description`, `features`, `reviews`, `buy now`.\n\
-         Buying ends the episode. Answer with exactly one action inside <action>...</action>, \
-         e.g. <action>search[red running shoes]</action> or <action>click[buy now]</action>."
+         Each page is followed by its admissible actions. Buying ends the episode. Answer with \
+         exactly one action inside <action>...</action>, e.g. \
+         <action>search[red running shoes]</action> or <action>click[buy now]</action>."
             .to_string()
     }
 
@@ -224,7 +251,7 @@ impl Env for WebShopEnv {
             return Some(Vec::new());
         }
         if self.session.has_search_box() {
-            return Some(vec!["search[...]".to_string()]);
+            return Some(vec![SEARCH_ACTION.to_string()]);
         }
         Some(
             self.session
@@ -253,4 +280,30 @@ impl Env for WebShopEnv {
     fn is_done(&self) -> bool {
         self.result.is_some()
     }
+}
+
+/// LaMer's history cut: the page without its admissible actions, and of the strings after the
+/// instruction only the first `max_items`, then ` ... (N more)`. `max_items` = 0 keeps them all.
+/// (LaMer also appends ` ... (0 more)` to a page of exactly `max_items` strings; we leave that
+/// page whole.)
+pub fn cut_page(observation: &str, max_items: usize) -> String {
+    let page = observation
+        .split_once(ACTIONS_HEADER)
+        .map_or(observation, |(page, _)| page);
+    let parts: Vec<&str> = page.split(SEP).collect();
+    // The instruction stays: the strings counted are the page's own, as in LaMer, which drops
+    // everything up to the instruction before counting.
+    let head = parts
+        .iter()
+        .position(|p| *p == "Instruction:")
+        .map_or(0, |i| (i + 2).min(parts.len()));
+    let items = parts.len() - head;
+    if max_items == 0 || items <= max_items {
+        return page.to_string();
+    }
+    format!(
+        "{} ... ({} more)",
+        parts[..head + max_items].join(SEP),
+        items - max_items
+    )
 }

@@ -44,7 +44,7 @@ impl OpenAiPolicy {
             // Defaults are sent as "absent" so servers without these knobs are not confused.
             top_p: (params.top_p < 1.0).then_some(params.top_p),
             top_k: (params.top_k > 0).then(|| i64::try_from(params.top_k).unwrap_or(i64::MAX)),
-            max_tokens: u32::try_from(params.max_tokens).unwrap_or(u32::MAX),
+            max_tokens: u32::try_from(params.max_new_tokens).unwrap_or(u32::MAX),
             // Only the policy's own stop list: OpenAI servers cut the stop string from the text,
             // and the rollout's stops are closing tags the action parser needs to see.
             stop: self.stop.clone(),
@@ -54,11 +54,7 @@ impl OpenAiPolicy {
 }
 
 impl Policy for OpenAiPolicy {
-    fn generate(
-        &mut self,
-        requests: &[GenRequest],
-        params: &SamplingParams,
-    ) -> Result<Vec<Generation>, TrainError> {
+    fn generate(&mut self, requests: &[GenRequest]) -> Result<Vec<Generation>, TrainError> {
         let batch: Vec<(Vec<WireMessage>, ChatParams)> = requests
             .iter()
             .map(|r| {
@@ -67,14 +63,15 @@ impl Policy for OpenAiPolicy {
                     .iter()
                     .map(|m| WireMessage::new(m.role.clone(), m.content.clone()))
                     .collect();
-                (messages, self.chat_params(params, r.seed))
+                (messages, self.chat_params(&r.params, r.params.seed))
             })
             .collect();
         self.client
             .chat_many(&batch)
             .into_iter()
             .enumerate()
-            .map(|(i, reply)| {
+            .zip(requests)
+            .map(|((i, reply), r)| {
                 // After the client's retries a failure is real: evaluating on with an empty
                 // answer would silently lower the score.
                 let reply = reply.map_err(|e| TrainError::Policy(format!("request {i}: {e}")))?;
@@ -88,7 +85,7 @@ impl Policy for OpenAiPolicy {
                     text: reply.text,
                     prompt_ids: Vec::new(),
                     response_ids: Vec::new(),
-                    temperatures: vec![params.temperature as f32; logprobs.len()],
+                    temperatures: vec![r.params.temperature as f32; logprobs.len()],
                     logprobs,
                 })
             })

@@ -35,29 +35,21 @@ impl ChatMessage {
     }
 }
 
-/// Sampling settings shared by a batch.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SamplingParams {
-    /// 0 = greedy.
-    pub temperature: f64,
-    pub top_p: f64,
-    /// 0 = no top-k filter.
-    pub top_k: usize,
-    pub max_tokens: usize,
-    /// Generation of a response ends once its text contains one of these (kept in the text).
-    pub stop: Vec<String>,
-}
+/// Sampling settings of one request: quester-model's own type (temperature, top-p, top-k,
+/// token limit, stop strings, an optional temperature switch inside the response, and the seed
+/// of the request's own sampling stream, so a response does not depend on what else is in the
+/// batch). Every request carries its own, so a method can mix temperatures inside a group.
+pub use quester_model::SamplingParams;
 
-/// One generation request: a conversation and the seed of its own sampling stream (so a
-/// response does not depend on what else is in the batch).
+/// One generation request: a conversation, a forced response opening and how to sample.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GenRequest {
     pub messages: Vec<ChatMessage>,
-    pub seed: u64,
     /// The assistant's reply is forced to start with this text (empty: no constraint). Policies
     /// that can (the native model) append it to the rendered prompt and return only what
     /// follows; the others ignore it. The caller puts prefix and response back together.
     pub response_prefix: String,
+    pub params: SamplingParams,
 }
 
 /// One generated response.
@@ -75,12 +67,22 @@ pub struct Generation {
 
 /// A model that answers conversations.
 pub trait Policy {
-    /// Generates one response per request, in request order.
-    fn generate(
+    /// Generates one response per request (each with its own sampling settings), in request
+    /// order.
+    fn generate(&mut self, requests: &[GenRequest]) -> Result<Vec<Generation>, TrainError>;
+
+    /// The prompt token ids `generate` would condition on for this conversation and forced
+    /// opening: how a method that trains a response under another context than it was sampled
+    /// in (EMPO2's tips removed, HeRL's hindsight prompt) gets that context's ids.
+    fn encode(
         &mut self,
-        requests: &[GenRequest],
-        params: &SamplingParams,
-    ) -> Result<Vec<Generation>, TrainError>;
+        _messages: &[ChatMessage],
+        _response_prefix: &str,
+    ) -> Result<Vec<u32>, TrainError> {
+        Err(TrainError::Policy(
+            "this policy cannot encode prompts (it has no tokenizer)".into(),
+        ))
+    }
 }
 
 /// One trained sequence: the prompt and the response tokens whose log-probs are trained.
@@ -127,6 +129,11 @@ pub trait TrainablePolicy: Policy {
         loss_fn: &mut dyn FnMut(&[Vec<f64>]) -> LossValue,
         entropy_coef: f64,
     ) -> Result<UpdateStats, TrainError>;
+
+    /// Log-probs of the responses under the CURRENT weights, untempered, with no gradient: the
+    /// rescoring of behaviour log-probs that are not the current policy's (see
+    /// `crate::behaviour`).
+    fn score(&mut self, batch: &[TrainSeq<'_>]) -> Result<Vec<Vec<f64>>, TrainError>;
 
     /// Log-probs of the responses under the frozen reference model (for the KL penalty), or
     /// None when the policy has no reference.

@@ -15,8 +15,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::{
-    GenRequest, Generation, LossValue, Policy, SamplingParams, TrainSeq, TrainablePolicy,
-    UpdateStats,
+    ChatMessage, GenRequest, Generation, LossValue, Policy, TrainSeq, TrainablePolicy, UpdateStats,
 };
 use crate::config::TrainConfig;
 use crate::error::TrainError;
@@ -110,6 +109,32 @@ fn detached_logprobs(
     Ok(out)
 }
 
+/// Detached log-probs of every response of `batch` under `model`: one entry per sequence, empty
+/// for empty responses.
+fn score_with(
+    model: &Model,
+    batch: &[TrainSeq<'_>],
+    pad_id: u32,
+    mb: usize,
+) -> Result<Vec<Vec<f64>>, TrainError> {
+    let keep: Vec<&TrainSeq<'_>> = batch
+        .iter()
+        .filter(|s| !s.response_ids.is_empty())
+        .collect();
+    let seqs: Vec<TrainSequence> = keep.iter().map(|s| train_sequence(s)).collect();
+    let mut scored = detached_logprobs(model, &seqs, &keep, pad_id, mb)?.into_iter();
+    Ok(batch
+        .iter()
+        .map(|s| {
+            if s.response_ids.is_empty() {
+                Vec::new()
+            } else {
+                scored.next().unwrap_or_default()
+            }
+        })
+        .collect())
+}
+
 /// Indices of `seqs` in token order: sequences that start alike sit side by side, so a
 /// micro-batch of them shares its common prefix (a group's prompt runs once, see
 /// `Model::token_logprobs`), and lengths within a micro-batch stay close.
@@ -119,30 +144,38 @@ fn prefix_order(seqs: &[TrainSequence]) -> Vec<usize> {
     order
 }
 
-/// Builds the native model policy of a config.
-pub fn build(cfg: &TrainConfig) -> Result<Box<dyn super::TrainablePolicy>, TrainError> {
+/// The config's base model on `model.device`, with the LoRA adapter attached (freshly
+/// initialised from `training.seed`) when `model.lora`: the model `build` trains and a
+/// checkpoint's weights fit (`quester export` loads runs with it).
+pub fn load_model(cfg: &TrainConfig) -> Result<quester_model::LoadedModel, TrainError> {
     let device = quester_model::parse_device(&cfg.model.device)
         .map_err(|e| TrainError::Config(format!("model.device: {e}")))?;
-    let loaded = if cfg.model.path.is_empty() {
+    let mut loaded = if cfg.model.path.is_empty() {
         quester_model::load_default().map_err(err)?
     } else {
         quester_model::load(Path::new(&cfg.model.path)).map_err(err)?
     };
-    let mut model = if device.is_cpu() {
-        loaded.model
-    } else {
-        loaded.model.to_device(&device).map_err(err)?
-    };
+    if !device.is_cpu() {
+        loaded.model = loaded.model.to_device(&device).map_err(err)?;
+    }
     if cfg.model.lora {
-        model
+        loaded
+            .model
             .attach_lora(&LoraConfig {
                 rank: cfg.model.lora_rank,
                 alpha: cfg.model.lora_alpha,
                 target_modules: cfg.model.lora_targets.clone(),
                 seed: cfg.training.seed,
             })
-            .map_err(err)?;
+            .map_err(|e| TrainError::Config(format!("model.lora_*: {e}")))?;
     }
+    Ok(loaded)
+}
+
+/// Builds the native model policy of a config.
+pub fn build(cfg: &TrainConfig) -> Result<Box<dyn super::TrainablePolicy>, TrainError> {
+    let loaded = load_model(cfg)?;
+    let model = loaded.model;
     let reference = match (cfg.algorithm.kl_coef > 0.0, cfg.model.lora) {
         (false, _) => None,
         (true, true) => Some(model.without_lora()),
@@ -155,6 +188,9 @@ pub fn build(cfg: &TrainConfig) -> Result<Box<dyn super::TrainablePolicy>, Train
     };
     tcfg.optimizer.lr = cfg.training.lr;
     tcfg.optimizer.weight_decay = cfg.training.weight_decay;
+    tcfg.optimizer.beta1 = cfg.training.adam_beta1;
+    tcfg.optimizer.beta2 = cfg.training.adam_beta2;
+    tcfg.schedule = cfg.training.lr_schedule.clone();
     let pad_id = loaded.tokenizer.eos_ids().first().copied().unwrap_or(0);
     let step = TrainStep::new(PolicyModel(model), tcfg).map_err(err)?;
     Ok(Box::new(NativePolicy {
@@ -194,33 +230,26 @@ impl NativePolicy {
     }
 }
 
+impl NativePolicy {
+    /// The chat-formatted, tokenised prompt with the forced response opening appended.
+    fn prompt_ids(&self, messages: &[ChatMessage], prefix: &str) -> Result<Vec<u32>, TrainError> {
+        let msgs: Vec<MChat> = messages
+            .iter()
+            .map(|m| MChat::new(m.role.clone(), m.content.clone()))
+            .collect();
+        let mut text = self.template.render(&msgs, true).map_err(err)?;
+        text.push_str(prefix);
+        self.tokenizer.encode(&text).map_err(err)
+    }
+}
+
 impl Policy for NativePolicy {
-    fn generate(
-        &mut self,
-        requests: &[GenRequest],
-        p: &SamplingParams,
-    ) -> Result<Vec<Generation>, TrainError> {
+    fn generate(&mut self, requests: &[GenRequest]) -> Result<Vec<Generation>, TrainError> {
         let mut reqs = Vec::with_capacity(requests.len());
         for r in requests {
-            let msgs: Vec<MChat> = r
-                .messages
-                .iter()
-                .map(|m| MChat::new(m.role.clone(), m.content.clone()))
-                .collect();
-            let mut text = self.template.render(&msgs, true).map_err(err)?;
-            text.push_str(&r.response_prefix);
-            let ids = self.tokenizer.encode(&text).map_err(err)?;
             reqs.push(GenerationRequest {
-                prompt_ids: ids,
-                params: quester_model::SamplingParams {
-                    temperature: p.temperature,
-                    top_p: p.top_p,
-                    top_k: p.top_k,
-                    max_new_tokens: p.max_tokens,
-                    seed: r.seed,
-                    stop: p.stop.clone(),
-                    ..Default::default()
-                },
+                prompt_ids: self.prompt_ids(&r.messages, &r.response_prefix)?,
+                params: r.params.clone(),
             });
         }
         let longest = reqs.iter().map(|r| r.prompt_ids.len()).max().unwrap_or(0);
@@ -249,6 +278,14 @@ impl Policy for NativePolicy {
                 temperatures: o.temperatures,
             })
             .collect())
+    }
+
+    fn encode(
+        &mut self,
+        messages: &[ChatMessage],
+        response_prefix: &str,
+    ) -> Result<Vec<u32>, TrainError> {
+        self.prompt_ids(messages, response_prefix)
     }
 }
 
@@ -366,33 +403,20 @@ impl TrainablePolicy for NativePolicy {
         })
     }
 
+    fn score(&mut self, batch: &[TrainSeq<'_>]) -> Result<Vec<Vec<f64>>, TrainError> {
+        score_with(&self.step.model().0, batch, self.pad_id, self.micro_batch)
+    }
+
     fn reference_logprobs(
         &mut self,
         batch: &[TrainSeq<'_>],
     ) -> Result<Option<Vec<Vec<f64>>>, TrainError> {
-        let Some(reference) = &self.reference else {
-            return Ok(None);
-        };
-        let keep: Vec<&TrainSeq<'_>> = batch
-            .iter()
-            .filter(|s| !s.response_ids.is_empty())
-            .collect();
-        let seqs: Vec<TrainSequence> = keep.iter().map(|s| train_sequence(s)).collect();
-        let mut scored =
-            detached_logprobs(reference, &seqs, &keep, self.pad_id, self.micro_batch)?.into_iter();
-        // One entry per sequence of the batch, empty for empty responses.
-        Ok(Some(
-            batch
-                .iter()
-                .map(|s| {
-                    if s.response_ids.is_empty() {
-                        Vec::new()
-                    } else {
-                        scored.next().unwrap_or_default()
-                    }
-                })
-                .collect(),
-        ))
+        match &self.reference {
+            None => Ok(None),
+            Some(reference) => {
+                score_with(reference, batch, self.pad_id, self.micro_batch).map(Some)
+            }
+        }
     }
 
     fn save(&self, dir: &Path) -> Result<(), TrainError> {

@@ -10,8 +10,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use super::{
-    GenRequest, Generation, LossValue, Policy, SamplingParams, TrainSeq, TrainablePolicy,
-    UpdateStats,
+    ChatMessage, GenRequest, Generation, LossValue, Policy, SamplingParams, TrainSeq,
+    TrainablePolicy, UpdateStats,
 };
 use crate::error::TrainError;
 
@@ -129,15 +129,16 @@ impl TabularPolicy {
     }
 }
 
-/// The prompt key: every message, role-tagged.
-fn prompt_key(req: &GenRequest) -> String {
+/// The prompt key: every message, role-tagged, then the forced response opening.
+fn prompt_key(messages: &[ChatMessage], prefix: &str) -> String {
     let mut key = String::new();
-    for m in &req.messages {
+    for m in messages {
         key.push_str(&m.role);
         key.push_str(": ");
         key.push_str(&m.content);
         key.push('\n');
     }
+    key.push_str(prefix);
     key
 }
 
@@ -176,14 +177,11 @@ fn sampling_distribution(logits: &[f64], p: &SamplingParams) -> Vec<f64> {
 }
 
 impl Policy for TabularPolicy {
-    fn generate(
-        &mut self,
-        requests: &[GenRequest],
-        params: &SamplingParams,
-    ) -> Result<Vec<Generation>, TrainError> {
+    fn generate(&mut self, requests: &[GenRequest]) -> Result<Vec<Generation>, TrainError> {
         let mut out = Vec::with_capacity(requests.len());
         for req in requests {
-            let s = self.intern(prompt_key(req));
+            let params = &req.params;
+            let s = self.intern(prompt_key(&req.messages, &req.response_prefix));
             let logits = &self.state.logits[s];
             let (a, logp) = if params.temperature <= 0.0 {
                 let a = (0..logits.len())
@@ -192,7 +190,7 @@ impl Policy for TabularPolicy {
                 (a, 0.0)
             } else {
                 let dist = sampling_distribution(logits, params);
-                let mut rng = ChaCha8Rng::seed_from_u64(req.seed);
+                let mut rng = ChaCha8Rng::seed_from_u64(params.seed);
                 let u: f64 = rng.random();
                 let mut acc = 0.0;
                 let mut pick = dist.len() - 1;
@@ -215,9 +213,30 @@ impl Policy for TabularPolicy {
         }
         Ok(out)
     }
+
+    /// One id per distinct prompt (interned), as `generate` records it.
+    fn encode(
+        &mut self,
+        messages: &[ChatMessage],
+        response_prefix: &str,
+    ) -> Result<Vec<u32>, TrainError> {
+        Ok(vec![
+            self.intern(prompt_key(messages, response_prefix)) as u32
+        ])
+    }
 }
 
 impl TrainablePolicy for TabularPolicy {
+    fn score(&mut self, batch: &[TrainSeq<'_>]) -> Result<Vec<Vec<f64>>, TrainError> {
+        batch
+            .iter()
+            .map(|seq| {
+                let (s, a) = self.lookup(seq)?;
+                Ok(vec![softmax(&self.state.logits[s], 1.0)[a].ln()])
+            })
+            .collect()
+    }
+
     fn update(
         &mut self,
         batch: &[TrainSeq<'_>],
@@ -379,10 +398,19 @@ mod tests {
     fn params(t: f64) -> SamplingParams {
         SamplingParams {
             temperature: t,
-            top_p: 1.0,
-            top_k: 0,
-            max_tokens: 8,
-            stop: Vec::new(),
+            max_new_tokens: 8,
+            ..SamplingParams::default()
+        }
+    }
+
+    fn request(seed: u64) -> GenRequest {
+        GenRequest {
+            messages: vec![ChatMessage::user("x")],
+            response_prefix: String::new(),
+            params: SamplingParams {
+                seed,
+                ..params(1.0)
+            },
         }
     }
 
@@ -413,13 +441,8 @@ mod tests {
     fn gradient_matches_finite_differences() {
         // Loss = -A * logp(a) with A = 1.5 for one sample, plus entropy bonus 0.1.
         let mut pol = TabularPolicy::new(vec!["a".into(), "b".into(), "c".into()], 1.0, 0.0);
-        let req = GenRequest {
-            messages: vec![ChatMessage::user("x")],
-            seed: 3,
-            response_prefix: String::new(),
-        };
-        pol.generate(std::slice::from_ref(&req), &params(1.0))
-            .unwrap();
+        let req = request(3);
+        pol.generate(std::slice::from_ref(&req)).unwrap();
         pol.state.logits[0] = vec![0.3, -0.2, 0.1];
         let before = pol.state.logits[0].clone();
         let objective = |z: &[f64]| {
@@ -456,12 +479,8 @@ mod tests {
     #[test]
     fn nan_loss_skips_and_keeps_weights() {
         let mut pol = TabularPolicy::new(vec!["a".into(), "b".into()], 1.0, 1.0);
-        let req = GenRequest {
-            messages: vec![ChatMessage::user("x")],
-            seed: 1,
-            response_prefix: String::new(),
-        };
-        let g = pol.generate(&[req], &params(1.0)).unwrap();
+        let req = request(1);
+        let g = pol.generate(&[req]).unwrap();
         let before = pol.logits();
         let seq = TrainSeq {
             prompt_ids: &g[0].prompt_ids,
@@ -485,12 +504,8 @@ mod tests {
     #[test]
     fn save_load_round_trip() {
         let mut pol = TabularPolicy::new(vec!["a".into(), "b".into()], 1.0, 1.0);
-        let req = GenRequest {
-            messages: vec![ChatMessage::user("x")],
-            seed: 1,
-            response_prefix: String::new(),
-        };
-        pol.generate(&[req], &params(1.0)).unwrap();
+        let req = request(1);
+        pol.generate(&[req]).unwrap();
         pol.state.logits[0] = vec![0.123456789012345, -1.0 / 3.0];
         let dir = std::env::temp_dir().join(format!("quester-tab-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();

@@ -3,7 +3,9 @@
 //! A trial is up to `num_attempts` attempts at the same task (`Env::restart` between them). A
 //! won attempt freezes the trial. Between attempts an optional reflection step asks the policy
 //! for a plan inside `<remark>...</remark>`; later play prompts remember earlier attempts as
-//! the config's `reflection_type` says. Every response becomes a [`Sample`].
+//! the config's `reflection_type` says. Every response becomes a [`Sample`]. Each phase (play,
+//! reflect) has its own sampling settings and stop strings; each trial may carry env settings
+//! of its own (MAGE's opponent and seat).
 
 use indicatif::ProgressBar;
 use quester_envs::{Env, EnvError};
@@ -16,6 +18,7 @@ use crate::memory::{
 use crate::policy::{ChatMessage, GenRequest, Policy, SamplingParams};
 use crate::prompts::{render, PromptTemplates};
 use crate::rng::derive;
+use crate::sample::OldLogprobs;
 use crate::sample::{AttemptOutcome, Sample, SampleKind, Trial, REFLECT_ANCHOR};
 
 /// How trials are played.
@@ -29,22 +32,48 @@ pub struct RolloutSpec {
     pub history_window: usize,
     pub full_observations: usize,
     pub max_reflection_chars: usize,
-    pub sampling: SamplingParams,
+    /// How play turns are sampled (the seed is set per response).
+    pub play_sampling: SamplingParams,
+    /// How reflections are sampled, with their own stop strings.
+    pub reflect_sampling: SamplingParams,
+    /// Reflections see the env's privileged information about the attempt just played (MAGE,
+    /// training only: the opponent's Kuhn card); never set in evaluation.
+    pub privileged_reflection: bool,
     pub templates: PromptTemplates,
 }
 
 /// One trial to play.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TrialRequest {
     pub task_id: String,
     pub task_seed: u64,
     pub trial: usize,
     /// Seed of this trial's sampling streams (one derived seed per response).
     pub gen_seed: u64,
+    /// The opponent's name, when the method assigns one (empty otherwise); it is appended to
+    /// every play anchor, so GiGPO step groups never mix opponents.
+    pub opponent: String,
+    /// Env settings of this trial, merged over the run's (opponent, seat).
+    pub env_settings: toml::Table,
 }
 
-/// Builds a fresh environment.
-pub type EnvFactory<'a> = dyn Fn() -> Result<Box<dyn Env>, EnvError> + 'a;
+impl TrialRequest {
+    /// A trial with no opponent and the run's env settings.
+    pub fn new(task_id: String, task_seed: u64, trial: usize, gen_seed: u64) -> Self {
+        Self {
+            task_id,
+            task_seed,
+            trial,
+            gen_seed,
+            opponent: String::new(),
+            env_settings: toml::Table::new(),
+        }
+    }
+}
+
+/// Builds a fresh environment; the table holds settings merged over the factory's own (empty:
+/// none).
+pub type EnvFactory<'a> = dyn Fn(&toml::Table) -> Result<Box<dyn Env>, EnvError> + 'a;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -71,10 +100,13 @@ struct Running {
     invalid: usize,
     attempt_first_sample: usize,
     pending_anchor: String,
+    /// The privileged information shown to the coming reflection (empty: none).
+    privileged: String,
 }
 
 impl Running {
     fn prompt(&self, spec: &RolloutSpec) -> String {
+        let privileged = self.privileged.as_str();
         let rules = self.env.rules();
         // Independent attempts (no memory) look exactly like a fresh single episode.
         let independent = spec.reflection_type == ReflectionType::None;
@@ -88,7 +120,7 @@ impl Running {
                     .map(|r| r.turns.as_slice())
                     .unwrap_or(&[]);
                 let history = attempt_transcript(last, spec.history_window);
-                render(
+                let mut text = render(
                     &spec.templates.reflect,
                     &[
                         ("rules", &rules),
@@ -96,8 +128,15 @@ impl Running {
                         ("history", &history),
                         ("attempt", &attempt),
                         ("num_attempts", &num_attempts),
+                        ("privileged", privileged),
                     ],
-                )
+                );
+                // A template without the placeholder still shows it, at the end.
+                if !privileged.is_empty() && !spec.templates.reflect.contains("{privileged}") {
+                    text.push_str("\n\n");
+                    text.push_str(privileged);
+                }
+                text
             }
             _ => {
                 let memory = earlier_attempts(
@@ -151,6 +190,14 @@ impl Running {
             self.phase = Phase::Done;
             return Ok(());
         }
+        self.privileged = if spec.privileged_reflection {
+            self.env
+                .privileged_info()
+                .map(|p| format!("Hidden information about that attempt: {p}"))
+                .unwrap_or_default()
+        } else {
+            String::new()
+        };
         self.obs = self.env.restart()?;
         self.attempt_first_sample = self.samples.len();
         self.phase = if spec.do_reflection {
@@ -172,7 +219,7 @@ pub fn run_trials(
 ) -> Result<Vec<Trial>, TrainError> {
     let mut running = Vec::with_capacity(requests.len());
     for req in requests {
-        let mut env = make_env()?;
+        let mut env = make_env(&req.env_settings)?;
         let initial = env.reset(req.task_seed)?;
         let max_turns = if spec.max_turns > 0 {
             spec.max_turns
@@ -197,6 +244,7 @@ pub fn run_trials(
             invalid: 0,
             attempt_first_sample: 0,
             pending_anchor: String::new(),
+            privileged: String::new(),
         });
     }
     loop {
@@ -211,23 +259,27 @@ pub fn run_trials(
         for &i in &active {
             let r = &mut running[i];
             let prompt = r.prompt(spec);
-            let prefix = match r.phase {
-                Phase::Reflect => spec.templates.reflect_prefix.clone(),
-                _ => spec.templates.play_prefix.clone(),
+            let (prefix, sampling) = match r.phase {
+                Phase::Reflect => (&spec.templates.reflect_prefix, &spec.reflect_sampling),
+                _ => (&spec.templates.play_prefix, &spec.play_sampling),
             };
             r.pending_anchor = match r.phase {
                 Phase::Reflect => REFLECT_ANCHOR.to_string(),
-                _ => r.env.anchor(),
+                _ if r.req.opponent.is_empty() => r.env.anchor(),
+                _ => format!("{}\n[opponent: {}]", r.env.anchor(), r.req.opponent),
             };
             batch.push(GenRequest {
                 messages: vec![ChatMessage::user(prompt.clone())],
-                seed: derive(r.req.gen_seed, &[r.generations]),
-                response_prefix: prefix,
+                response_prefix: prefix.clone(),
+                params: SamplingParams {
+                    seed: derive(r.req.gen_seed, &[r.generations]),
+                    ..sampling.clone()
+                },
             });
             r.generations += 1;
             prompts.push(prompt);
         }
-        let gens = policy.generate(&batch, &spec.sampling)?;
+        let gens = policy.generate(&batch)?;
         if gens.len() != batch.len() {
             return Err(TrainError::Policy(format!(
                 "asked for {} responses, got {}",
@@ -241,11 +293,13 @@ pub fn run_trials(
                 task_id: r.req.task_id.clone(),
                 task_seed: r.req.task_seed,
                 trial: r.req.trial,
+                opponent: r.req.opponent.clone(),
                 attempt: r.attempt,
                 turn: r.turn,
                 kind: SampleKind::Play,
                 anchor: std::mem::take(&mut r.pending_anchor),
                 reward: 0.0,
+                score_penalty: 0.0,
                 valid: true,
                 won: false,
                 attempt_won: false,
@@ -253,11 +307,15 @@ pub fn run_trials(
                 // What the environment sees: the forced prefix (part of prompt_ids) + the reply.
                 response: format!("{}{}", req.response_prefix, g.text),
                 prompt_ids: g.prompt_ids,
+                train_prompt_ids: None,
                 response_ids: g.response_ids,
                 logprobs: g.logprobs,
                 temperatures: g.temperatures,
+                truncated_sampling: req.params.top_p < 1.0 || req.params.top_k > 0,
+                old_logprobs: OldLogprobs::Auto,
             };
             if r.phase == Phase::Reflect {
+                r.privileged.clear();
                 let remark = quester_envs::action::extract_tag(&sample.response, "remark");
                 sample.kind = SampleKind::Reflect;
                 sample.valid = remark.is_some();
@@ -277,12 +335,14 @@ pub fn run_trials(
             sample.reward = step.reward;
             sample.valid = step.valid;
             sample.won = step.done && step.won;
+            // Earlier observations as the env shortens them for the history (WebShop: 15 items).
+            let seen = std::mem::replace(&mut r.obs, step.observation.clone());
             r.current.push(TurnRecord {
-                observation: std::mem::replace(&mut r.obs, step.observation.clone()),
+                observation: r.env.history_observation(&seen),
                 action: action_text(&sample.response),
                 reward: step.reward,
                 valid: step.valid,
-                next_observation: step.observation,
+                next_observation: r.env.history_observation(&step.observation),
             });
             r.samples.push(sample);
             r.turn += 1;
@@ -302,6 +362,7 @@ pub fn run_trials(
             task_id: r.req.task_id,
             task_seed: r.req.task_seed,
             trial: r.req.trial,
+            opponent: r.req.opponent,
             attempts: r.outcomes,
             samples: r.samples,
         })

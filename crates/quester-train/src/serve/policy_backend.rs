@@ -5,10 +5,10 @@ use crate::policy::{ChatMessage, GenRequest, Generation, Policy, SamplingParams}
 
 use super::backend::{BackendError, ChatBackend, GenerationOutput, GenerationRequest};
 
-/// Serves a [`Policy`]. Requests of a batch with equal sampling settings go to the policy in
-/// ONE `generate` call. A `Policy` knows no stop strings, so they are applied to the returned
-/// text (the tokens after the stop are still generated and counted), and it exposes no
-/// tokenizer, so log-prob entries name their token by id (`"id:123"`).
+/// Serves a [`Policy`]. A batch goes to the policy in ONE `generate` call (every request with
+/// its own sampling settings, stop strings included). The text is also cut at the first stop
+/// string here, because not every policy honours them (the tabular one does not), and a
+/// `Policy` exposes no tokenizer, so log-prob entries name their token by id (`"id:123"`).
 pub struct PolicyBackend {
     policy: Box<dyn Policy>,
     model_id: String,
@@ -29,8 +29,10 @@ fn params_of(r: &GenerationRequest) -> SamplingParams {
         temperature: r.temperature,
         top_p: r.top_p,
         top_k: r.top_k,
-        max_tokens: r.max_tokens,
+        max_new_tokens: r.max_tokens,
         stop: r.stop.clone(),
+        seed: r.seed,
+        ..SamplingParams::default()
     }
 }
 
@@ -84,53 +86,38 @@ impl ChatBackend for PolicyBackend {
     ) -> Vec<Result<GenerationOutput, BackendError>> {
         let mut results: Vec<Option<Result<GenerationOutput, BackendError>>> =
             batch.iter().map(|_| None).collect();
-        // Group by sampling settings: a Policy takes one SamplingParams per call.
-        let mut groups: Vec<(SamplingParams, Vec<usize>)> = Vec::new();
-        for (i, r) in batch.iter().enumerate() {
-            let p = params_of(r);
-            match groups.iter_mut().find(|(q, _)| *q == p) {
-                Some((_, members)) => members.push(i),
-                None => groups.push((p, vec![i])),
+        let requests: Vec<GenRequest> = batch
+            .iter()
+            .map(|r| GenRequest {
+                messages: r
+                    .messages
+                    .iter()
+                    .map(|m| ChatMessage {
+                        role: m.role.clone(),
+                        content: m.content.clone(),
+                    })
+                    .collect(),
+                response_prefix: String::new(),
+                params: params_of(r),
+            })
+            .collect();
+        match self.policy.generate(&requests) {
+            Ok(gens) if gens.len() == batch.len() => {
+                for (i, gen) in gens.into_iter().enumerate() {
+                    results[i] = Some(Ok(output(&batch[i], gen)));
+                }
             }
-        }
-        for (params, members) in groups {
-            let requests: Vec<GenRequest> = members
-                .iter()
-                .map(|&i| GenRequest {
-                    messages: batch[i]
-                        .messages
-                        .iter()
-                        .map(|m| ChatMessage {
-                            role: m.role.clone(),
-                            content: m.content.clone(),
-                        })
-                        .collect(),
-                    seed: batch[i].seed,
-                    response_prefix: String::new(),
-                })
-                .collect();
-            match self.policy.generate(&requests, &params) {
-                Ok(gens) if gens.len() == members.len() => {
-                    for (&i, gen) in members.iter().zip(gens) {
-                        results[i] = Some(Ok(output(&batch[i], gen)));
-                    }
-                }
-                Ok(gens) => {
-                    let err = BackendError::internal(format!(
-                        "the policy returned {} responses for {} requests",
-                        gens.len(),
-                        members.len()
-                    ));
-                    for &i in &members {
-                        results[i] = Some(Err(err.clone()));
-                    }
-                }
-                Err(e) => {
-                    let err = BackendError::internal(e.to_string());
-                    for &i in &members {
-                        results[i] = Some(Err(err.clone()));
-                    }
-                }
+            Ok(gens) => {
+                let err = BackendError::internal(format!(
+                    "the policy returned {} responses for {} requests",
+                    gens.len(),
+                    batch.len()
+                ));
+                results.iter_mut().for_each(|r| *r = Some(Err(err.clone())));
+            }
+            Err(e) => {
+                let err = BackendError::internal(e.to_string());
+                results.iter_mut().for_each(|r| *r = Some(Err(err.clone())));
             }
         }
         results

@@ -1,11 +1,12 @@
-//! Evaluation: one trial per held-out task, pass@1..k over attempts.
+//! Evaluation: one trial per held-out task, pass@1..k over attempts, and per attempt the mean
+//! reward and the win / draw / loss rates (a frozen, won trial counts its last played attempt).
 
 use crate::config::TrainConfig;
 use crate::error::TrainError;
+use crate::method::TrainingMethod;
 use crate::policy::Policy;
 use crate::prompts::PromptTemplates;
-use crate::rng::{derive, purpose};
-use crate::rollout::{run_trials, EnvFactory, TrialRequest};
+use crate::rollout::{run_trials, EnvFactory};
 use crate::sample::{SampleKind, Trial};
 
 /// The outcome of an evaluation.
@@ -15,53 +16,82 @@ pub struct EvalResult {
     pub pass_at: Vec<f64>,
     /// Mean reward sum of an attempt.
     pub reward_mean: f64,
+    /// Per attempt k: the mean reward of the trials as they stand after attempt k.
+    pub reward_at: Vec<f64>,
+    /// Per attempt k: shares of trials won / drawn (reward 0, not won) / lost (reward < 0).
+    pub win_at: Vec<f64>,
+    pub draw_at: Vec<f64>,
+    pub loss_at: Vec<f64>,
     /// Share of play responses that were invalid actions.
     pub invalid_rate: f64,
     pub trials: Vec<Trial>,
 }
 
-/// Plays `eval.tasks` evaluation tasks (seeds from `env.eval_seed_base`), one trial each, with
-/// the same sampling streams at every call (results at different steps are comparable).
+/// Plays the method's evaluation trials (held-out tasks, `eval.env_settings`), with the same
+/// sampling streams at every call (results at different steps are comparable).
+pub fn evaluate_with(
+    policy: &mut dyn Policy,
+    make_env: &EnvFactory<'_>,
+    method: &dyn TrainingMethod,
+    cfg: &TrainConfig,
+) -> Result<EvalResult, TrainError> {
+    let spec = method.eval_spec();
+    let requests = method.eval_requests();
+    let trials = run_trials(policy, make_env, &requests, &spec, None)?;
+    Ok(summarize(trials, cfg.eval.num_attempts))
+}
+
+/// [`evaluate_with`] the method of `cfg`.
 pub fn evaluate_policy(
     policy: &mut dyn Policy,
     make_env: &EnvFactory<'_>,
     cfg: &TrainConfig,
     templates: &PromptTemplates,
 ) -> Result<EvalResult, TrainError> {
-    let spec = super::eval_spec(cfg, templates);
-    let requests: Vec<TrialRequest> = (0..cfg.eval.tasks)
-        .map(|i| TrialRequest {
-            task_id: format!("eval{i}"),
-            task_seed: cfg.env.eval_seed_base + i as u64,
-            trial: 0,
-            gen_seed: derive(cfg.training.seed, &[purpose::EVAL_GEN, i as u64]),
-        })
-        .collect();
-    let trials = run_trials(policy, make_env, &requests, &spec, None)?;
+    let method = crate::method::build(cfg, templates)?;
+    evaluate_with(policy, make_env, method.as_ref(), cfg)
+}
+
+fn mean(xs: impl Iterator<Item = f64>) -> f64 {
+    let (s, n) = xs.fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
+    s / n.max(1) as f64
+}
+
+/// The figures of a set of evaluation trials.
+pub fn summarize(trials: Vec<Trial>, num_attempts: usize) -> EvalResult {
     let wins: Vec<Vec<bool>> = trials
         .iter()
         .map(|t| t.attempts.iter().map(|a| a.won).collect())
         .collect();
-    let pass_at = quester_algos::pass_at_k(&wins, cfg.eval.num_attempts);
-    let attempts: Vec<f64> = trials
-        .iter()
-        .flat_map(|t| t.attempts.iter().map(|a| a.reward_sum))
-        .collect();
-    let reward_mean = attempts.iter().sum::<f64>() / attempts.len().max(1) as f64;
-    let plays: Vec<bool> = trials
-        .iter()
-        .flat_map(|t| {
-            t.samples
-                .iter()
-                .filter(|s| s.kind == SampleKind::Play)
-                .map(|s| s.valid)
-        })
-        .collect();
-    let invalid_rate = plays.iter().filter(|v| !**v).count() as f64 / plays.len().max(1) as f64;
-    Ok(EvalResult {
+    let pass_at = quester_algos::pass_at_k(&wins, num_attempts);
+    let reward_mean = mean(
+        trials
+            .iter()
+            .flat_map(|t| t.attempts.iter().map(|a| a.reward_sum)),
+    );
+    let per_attempt = |f: &dyn Fn(&crate::sample::AttemptOutcome) -> f64| -> Vec<f64> {
+        (0..num_attempts)
+            .map(|k| mean(trials.iter().filter_map(|t| t.attempt_or_last(k)).map(f)))
+            .collect()
+    };
+    let reward_at = per_attempt(&|a| a.reward_sum);
+    let win_at = per_attempt(&|a| f64::from(u8::from(a.won)));
+    let draw_at = per_attempt(&|a| f64::from(u8::from(!a.won && a.reward_sum == 0.0)));
+    let loss_at = per_attempt(&|a| f64::from(u8::from(!a.won && a.reward_sum < 0.0)));
+    let invalid_rate = mean(trials.iter().flat_map(|t| {
+        t.samples
+            .iter()
+            .filter(|s| s.kind == SampleKind::Play)
+            .map(|s| f64::from(u8::from(!s.valid)))
+    }));
+    EvalResult {
         pass_at,
         reward_mean,
+        reward_at,
+        win_at,
+        draw_at,
+        loss_at,
         invalid_rate,
         trials,
-    })
+    }
 }

@@ -82,12 +82,50 @@ pub fn train_row(
     row
 }
 
+/// Per opponent (when trials have one): the mean reward of the first and of the final attempt
+/// played, and the number of trials.
+pub fn add_per_opponent(row: &mut Map<String, Value>, trials: &[Trial]) {
+    let mut names: Vec<&str> = trials
+        .iter()
+        .map(|t| t.opponent.as_str())
+        .filter(|o| !o.is_empty())
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    for o in names {
+        let mine: Vec<&Trial> = trials.iter().filter(|t| t.opponent == o).collect();
+        let first = mean(
+            mine.iter()
+                .map(|t| t.attempts.first().map_or(0.0, |a| a.reward_sum)),
+        );
+        let last = mean(
+            mine.iter()
+                .map(|t| t.attempts.last().map_or(0.0, |a| a.reward_sum)),
+        );
+        row.insert(format!("reward_first/{o}"), json!(first));
+        row.insert(format!("reward_final/{o}"), json!(last));
+        row.insert(format!("trials/{o}"), json!(mine.len()));
+    }
+}
+
 /// Adds evaluation results to a row.
 pub fn add_eval(row: &mut Map<String, Value>, ev: &EvalResult) {
     for (k, p) in ev.pass_at.iter().enumerate() {
         row.insert(format!("eval_pass@{}", k + 1), json!(p));
     }
     row.insert("eval_reward_mean".into(), json!(ev.reward_mean));
+    for (k, ((r, w), (d, l))) in ev
+        .reward_at
+        .iter()
+        .zip(&ev.win_at)
+        .zip(ev.draw_at.iter().zip(&ev.loss_at))
+        .enumerate()
+    {
+        row.insert(format!("eval_reward@{}", k + 1), json!(r));
+        row.insert(format!("eval_win@{}", k + 1), json!(w));
+        row.insert(format!("eval_draw@{}", k + 1), json!(d));
+        row.insert(format!("eval_loss@{}", k + 1), json!(l));
+    }
     row.insert("eval_invalid_rate".into(), json!(ev.invalid_rate));
 }
 
@@ -123,6 +161,7 @@ pub fn trajectory_row(
         "task_id": trial.task_id,
         "task_seed": trial.task_seed,
         "trial": trial.trial,
+        "opponent": trial.opponent,
         "attempts": trial.attempts,
         "samples": samples,
     })

@@ -12,17 +12,19 @@ use serde_json::{json, Map, Value};
 use std::path::Path;
 use std::time::Instant;
 
-use crate::config::{Method, TrainConfig};
+use crate::behaviour::{old_source, OldSource};
+use crate::config::TrainConfig;
 use crate::error::TrainError;
-use crate::policy::{SamplingParams, TrainSeq, TrainablePolicy, UpdateStats};
+use crate::method::TrainingMethod;
+use crate::policy::{TrainSeq, TrainablePolicy, UpdateStats};
 use crate::prompts::PromptTemplates;
 use crate::rng::{derive, purpose};
-use crate::rollout::{run_trials, EnvFactory, RolloutSpec, TrialRequest};
+use crate::rollout::{run_trials, EnvFactory};
 use crate::run_dir::RunDir;
 use crate::sample::Sample;
 use crate::scoring;
 
-pub use eval::{evaluate_policy, EvalResult};
+pub use eval::{evaluate_policy, evaluate_with, EvalResult};
 
 /// The end state of a training run.
 #[derive(Debug, Clone)]
@@ -38,7 +40,7 @@ pub struct Trainer<'a> {
     cfg: TrainConfig,
     policy: Box<dyn TrainablePolicy + 'a>,
     make_env: Box<EnvFactory<'a>>,
-    templates: PromptTemplates,
+    method: Box<dyn TrainingMethod + 'a>,
     run: RunDir,
     step: usize,
     /// Checkpoints kept on disk.
@@ -52,13 +54,27 @@ impl<'a> Trainer<'a> {
     /// continuation from its last checkpoint (a run without checkpoints starts over).
     pub fn new(
         cfg: TrainConfig,
-        mut policy: Box<dyn TrainablePolicy + 'a>,
+        policy: Box<dyn TrainablePolicy + 'a>,
         make_env: Box<EnvFactory<'a>>,
         run_dir: &Path,
         resume: bool,
     ) -> Result<Self, TrainError> {
         cfg.validate()?;
         let templates = PromptTemplates::from_config(&cfg)?;
+        let method = crate::method::build(&cfg, &templates)?;
+        Self::with_method(cfg, method, policy, make_env, run_dir, resume)
+    }
+
+    /// [`Trainer::new`] with a method of the caller's (one not in the config's registry).
+    pub fn with_method(
+        cfg: TrainConfig,
+        mut method: Box<dyn TrainingMethod + 'a>,
+        mut policy: Box<dyn TrainablePolicy + 'a>,
+        make_env: Box<EnvFactory<'a>>,
+        run_dir: &Path,
+        resume: bool,
+    ) -> Result<Self, TrainError> {
+        cfg.validate()?;
         let run = RunDir::new(run_dir);
         let mut step = 0;
         let text = cfg.to_toml()?;
@@ -74,6 +90,7 @@ impl<'a> Trainer<'a> {
             match run.latest_checkpoint()? {
                 Some((dir, state)) => {
                     policy.load(&dir)?;
+                    method.restore(&crate::run_dir::load_method_state(&dir)?)?;
                     run.truncate_to(&state)?;
                     step = state.step;
                     tracing::info!(step, "resumed from {}", dir.display());
@@ -103,7 +120,7 @@ impl<'a> Trainer<'a> {
             cfg,
             policy,
             make_env,
-            templates,
+            method,
             run,
             step,
             keep_checkpoints: 2,
@@ -126,50 +143,6 @@ impl<'a> Trainer<'a> {
         &self.run
     }
 
-    fn train_spec(&self) -> RolloutSpec {
-        let (a, r) = (&self.cfg.algorithm, &self.cfg.rollout);
-        RolloutSpec {
-            num_attempts: a.num_attempts,
-            do_reflection: a.do_reflection,
-            reflection_type: a.reflection_type,
-            max_turns: r.max_turns,
-            history_window: r.history_window,
-            full_observations: r.full_observations,
-            max_reflection_chars: r.max_reflection_chars,
-            sampling: SamplingParams {
-                temperature: r.temperature,
-                top_p: r.top_p,
-                top_k: r.top_k,
-                max_tokens: self.cfg.model.max_response_tokens,
-                stop: r.stop.clone(),
-            },
-            templates: self.templates.clone(),
-        }
-    }
-
-    fn train_requests(&self, step: usize) -> Vec<TrialRequest> {
-        let r = &self.cfg.rollout;
-        let seed = self.cfg.training.seed;
-        let mut out = Vec::with_capacity(r.tasks_per_step * r.group_size);
-        for t in 0..r.tasks_per_step {
-            // Consecutive training seeds: every task is new, and the range stays far below the
-            // evaluation seeds.
-            let task_seed = self.cfg.env.train_seed_base + (step * r.tasks_per_step + t) as u64;
-            for trial in 0..r.group_size {
-                out.push(TrialRequest {
-                    task_id: format!("s{step}t{t}"),
-                    task_seed,
-                    trial,
-                    gen_seed: derive(
-                        seed,
-                        &[purpose::TRAIN_GEN, step as u64, t as u64, trial as u64],
-                    ),
-                });
-            }
-        }
-        out
-    }
-
     /// Runs until `training.steps` (or `stop_after`) and returns the summary.
     pub fn run(&mut self) -> Result<TrainSummary, TrainError> {
         let total = self.cfg.training.steps;
@@ -190,6 +163,12 @@ impl<'a> Trainer<'a> {
         let mut last = Map::new();
         if self.step == 0 && self.cfg.eval.at_start && self.stop_after != Some(0) {
             pb.set_message("evaluating the untrained policy");
+            if !self.cfg.output.progress {
+                tracing::info!(
+                    tasks = self.cfg.eval.tasks,
+                    "evaluating the untrained policy"
+                );
+            }
             let row = self.eval_row(0)?;
             self.run.append_metrics(&row)?;
         }
@@ -209,12 +188,21 @@ impl<'a> Trainer<'a> {
                     .and_then(Value::as_f64)
                     .map_or("-".into(), |v| format!("{v:.3}"))
             );
+            if !self.cfg.output.progress {
+                // No bar: a log line per step, so a run in the background shows progress.
+                let seconds = row.get("time_step_s").and_then(Value::as_f64);
+                tracing::info!(step = self.step, of = total, seconds, "{msg}");
+            }
             pb.set_message(msg);
             pb.inc(1);
             let every = self.cfg.training.checkpoint_every;
             if self.step == total || (every > 0 && self.step.is_multiple_of(every)) {
-                self.run
-                    .save_checkpoint(self.step, self.policy.as_ref(), self.keep_checkpoints)?;
+                self.run.save_checkpoint(
+                    self.step,
+                    self.policy.as_ref(),
+                    &self.method.state(),
+                    self.keep_checkpoints,
+                )?;
             }
             last = row;
         }
@@ -231,11 +219,11 @@ impl<'a> Trainer<'a> {
     /// An evaluation-only metrics row logged at `step` (0 = before training).
     fn eval_row(&mut self, step: usize) -> Result<Map<String, Value>, TrainError> {
         let t = Instant::now();
-        let ev = evaluate_policy(
+        let ev = evaluate_with(
             self.policy.as_mut(),
             &*self.make_env,
+            self.method.as_ref(),
             &self.cfg,
-            &self.templates,
         )?;
         let mut row = Map::new();
         row.insert("step".into(), json!(step));
@@ -248,9 +236,9 @@ impl<'a> Trainer<'a> {
     /// One training step (index `step`, 0-based): collect, score, update, evaluate, log.
     pub fn train_step(&mut self, step: usize) -> Result<Map<String, Value>, TrainError> {
         let t_start = Instant::now();
-        let requests = self.train_requests(step);
-        let spec = self.train_spec();
-        let trials = run_trials(
+        let requests = self.method.train_requests(step);
+        let spec = self.method.train_spec();
+        let mut trials = run_trials(
             self.policy.as_mut(),
             &*self.make_env,
             &requests,
@@ -260,11 +248,15 @@ impl<'a> Trainer<'a> {
         let t_rollout = t_start.elapsed().as_secs_f64();
 
         let t1 = Instant::now();
-        let samples: Vec<Sample> = trials
+        for t in &mut trials {
+            self.method.shape(&mut t.samples);
+        }
+        let mut samples: Vec<Sample> = trials
             .iter()
             .flat_map(|t| t.samples.iter().cloned())
             .collect();
-        let adv = scoring::advantages(&samples, &self.cfg.algorithm);
+        self.set_training_contexts(&mut samples)?;
+        let adv = scoring::advantages(&samples, &self.method.advantage_config());
         let t_scoring = t1.elapsed().as_secs_f64();
 
         let t2 = Instant::now();
@@ -284,6 +276,7 @@ impl<'a> Trainer<'a> {
             }
         };
         let t_training = t2.elapsed().as_secs_f64();
+        self.method.after_step(step, &trials);
 
         let mut row = metrics::train_row(
             step,
@@ -293,6 +286,8 @@ impl<'a> Trainer<'a> {
             &stats,
             self.cfg.algorithm.num_attempts,
         );
+        metrics::add_per_opponent(&mut row, &trials);
+        self.method.train_metrics(&trials, &mut row);
         row.insert("skipped_updates".into(), json!(skipped));
         if !kls.is_empty() {
             row.insert(
@@ -308,11 +303,11 @@ impl<'a> Trainer<'a> {
         let every = self.cfg.eval.every;
         if (every > 0 && (step + 1).is_multiple_of(every)) || (last && self.cfg.eval.at_end) {
             let t3 = Instant::now();
-            let ev = evaluate_policy(
+            let ev = evaluate_with(
                 self.policy.as_mut(),
                 &*self.make_env,
+                self.method.as_ref(),
                 &self.cfg,
-                &self.templates,
             )?;
             metrics::add_eval(&mut row, &ev);
             row.insert("time_eval_s".into(), json!(t3.elapsed().as_secs_f64()));
@@ -341,22 +336,81 @@ impl<'a> Trainer<'a> {
         Ok(row)
     }
 
+    /// Encodes the training context of every sample a method trains under another one.
+    fn set_training_contexts(&mut self, samples: &mut [Sample]) -> Result<(), TrainError> {
+        for s in samples {
+            if let Some((messages, prefix)) = self.method.training_context(s) {
+                s.train_prompt_ids = Some(self.policy.encode(&messages, &prefix)?);
+            }
+        }
+        Ok(())
+    }
+
+    /// The ratio's denominators of every sample (see `crate::behaviour`): the recorded
+    /// log-probs where they are the current policy's or the sample keeps its behaviour ones,
+    /// else one scoring pass of the current weights in the training context, before any update.
+    /// Also says which samples' old log-probs are the current ones until the first update.
+    fn old_logprobs(
+        &mut self,
+        samples: &[Sample],
+    ) -> Result<(Vec<Vec<f64>>, Vec<bool>), TrainError> {
+        let sources: Vec<OldSource> = samples.iter().map(old_source).collect();
+        let mut old: Vec<Vec<f64>> = samples
+            .iter()
+            .map(|s| s.logprobs.iter().map(|&x| f64::from(x)).collect())
+            .collect();
+        let rescore: Vec<usize> = (0..samples.len())
+            .filter(|&i| sources[i] == OldSource::Rescore)
+            .collect();
+        for chunk in rescore.chunks(self.cfg.training.mini_batch) {
+            let seqs: Vec<TrainSeq<'_>> = chunk.iter().map(|&i| train_seq(&samples[i])).collect();
+            let scored = self.policy.score(&seqs)?;
+            if scored.len() != chunk.len() {
+                return Err(TrainError::Policy(format!(
+                    "rescoring {} responses returned {}",
+                    chunk.len(),
+                    scored.len()
+                )));
+            }
+            for (&i, lp) in chunk.iter().zip(scored) {
+                old[i] = lp;
+            }
+        }
+        if !rescore.is_empty() {
+            tracing::debug!(
+                rescored = rescore.len(),
+                of = samples.len(),
+                "behaviour log-probs rescored (tempered / truncated sampling or another context)"
+            );
+        }
+        let current = sources
+            .iter()
+            .map(|&s| s != OldSource::RecordedBehaviour)
+            .collect();
+        Ok((old, current))
+    }
+
     fn update(
         &mut self,
         samples: &[Sample],
         advantage: &[f64],
         step: usize,
     ) -> Result<(Vec<UpdateStats>, Vec<f64>), TrainError> {
-        let t = &self.cfg.training;
+        let t = self.cfg.training.clone();
         let kl_on = self.cfg.algorithm.kl_coef > 0.0;
         let mut kls = Vec::new();
         let lcfg = scoring::loss_config(&self.cfg.algorithm);
         let entropy_coef = self.cfg.algorithm.entropy_coef;
         let mut stats = Vec::new();
-        // Untempered sampling makes the behaviour log-probs the policy's own: until the first
-        // update of this step they are current, and the policy may skip its scoring pass.
-        let r = &self.cfg.rollout;
-        let mut fresh = r.temperature == 1.0 && r.top_p >= 1.0 && r.top_k == 0;
+        let (old_all, is_current) = self.old_logprobs(samples)?;
+        let current_f32: Vec<Vec<f32>> = old_all
+            .iter()
+            .map(|v| v.iter().map(|&x| x as f32).collect())
+            .collect();
+        // Until the first update of this step the old log-probs of every sample not kept at its
+        // behaviour values are the current ones: the policy may skip its scoring pass for the
+        // first mini-batch.
+        let mut fresh = true;
         for epoch in 0..t.ppo_epochs {
             let mut order: Vec<usize> = (0..samples.len()).collect();
             let mut rng = ChaCha8Rng::seed_from_u64(derive(
@@ -368,16 +422,13 @@ impl<'a> Trainer<'a> {
                 let seqs: Vec<TrainSeq<'_>> = chunk
                     .iter()
                     .map(|&i| TrainSeq {
-                        prompt_ids: &samples[i].prompt_ids,
-                        response_ids: &samples[i].response_ids,
-                        current_logprobs: fresh.then_some(samples[i].logprobs.as_slice()),
+                        current_logprobs: (fresh && is_current[i])
+                            .then_some(current_f32[i].as_slice()),
+                        ..train_seq(&samples[i])
                     })
                     .collect();
                 fresh = false;
-                let old: Vec<Vec<f64>> = chunk
-                    .iter()
-                    .map(|&i| samples[i].logprobs.iter().map(|&x| f64::from(x)).collect())
-                    .collect();
+                let old: Vec<Vec<f64>> = chunk.iter().map(|&i| old_all[i].clone()).collect();
                 let adv: Vec<f64> = chunk.iter().map(|&i| advantage[i]).collect();
                 let reference = if kl_on {
                     Some(self.policy.reference_logprobs(&seqs)?.ok_or_else(|| {
@@ -419,30 +470,11 @@ impl<'a> Trainer<'a> {
     }
 }
 
-/// Which trials a method plays in evaluation: LaMer keeps its memory and reflections; RL
-/// baselines get `eval.num_attempts` independent attempts.
-pub fn eval_spec(cfg: &TrainConfig, templates: &PromptTemplates) -> RolloutSpec {
-    let lamer = cfg.algorithm.method == Method::Lamer;
-    let r = &cfg.rollout;
-    RolloutSpec {
-        num_attempts: cfg.eval.num_attempts,
-        do_reflection: lamer && cfg.algorithm.do_reflection,
-        reflection_type: if lamer {
-            cfg.algorithm.reflection_type
-        } else {
-            crate::config::ReflectionType::None
-        },
-        max_turns: r.max_turns,
-        history_window: r.history_window,
-        full_observations: r.full_observations,
-        max_reflection_chars: r.max_reflection_chars,
-        sampling: SamplingParams {
-            temperature: cfg.eval.temperature,
-            top_p: cfg.eval.top_p,
-            top_k: cfg.eval.top_k,
-            max_tokens: cfg.model.max_response_tokens,
-            stop: r.stop.clone(),
-        },
-        templates: templates.clone(),
+/// A sample as a training sequence in its training context (no current log-probs).
+fn train_seq(s: &Sample) -> TrainSeq<'_> {
+    TrainSeq {
+        prompt_ids: s.training_prompt_ids(),
+        response_ids: &s.response_ids,
+        current_logprobs: None,
     }
 }

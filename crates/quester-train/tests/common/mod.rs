@@ -66,7 +66,7 @@ pub fn grpo_bandit(steps: usize) -> TrainConfig {
     c.algorithm.method = quester_train::config::Method::Grpo;
     c.algorithm.num_attempts = 1;
     c.algorithm.reflection_type = quester_train::config::ReflectionType::None;
-    c.algorithm.estimator = quester_algos::Estimator::Grpo;
+    c.algorithm.estimator = Some(quester_algos::Estimator::Grpo);
     c.algorithm.signal = quester_algos::Signal::EpisodeScore;
     c.algorithm.norm = quester_train::config::NormMode::MeanStdNorm;
     c.rollout.group_size = 16;

@@ -1,0 +1,47 @@
+//! The RL baselines GiGPO, GRPO and RLOO: single-episode training; in evaluation,
+//! `eval.num_attempts` independent attempts (no memory), so pass@k compares with LaMer's.
+
+use super::{Common, TrainingMethod};
+use crate::config::{Method, ReflectionType};
+use crate::rollout::{RolloutSpec, TrialRequest};
+use quester_algos::AdvantageConfig;
+
+/// See the module doc.
+pub struct Baseline {
+    common: Common,
+}
+
+impl Baseline {
+    pub fn new(common: Common) -> Self {
+        Self { common }
+    }
+}
+
+impl TrainingMethod for Baseline {
+    fn method(&self) -> Method {
+        self.common.cfg.algorithm.method
+    }
+
+    fn train_requests(&self, step: usize) -> Vec<TrialRequest> {
+        self.common.train_requests(step)
+    }
+
+    fn train_spec(&self) -> RolloutSpec {
+        let a = &self.common.cfg.algorithm;
+        self.common
+            .spec(false, a.num_attempts, false, ReflectionType::None)
+    }
+
+    fn eval_requests(&self) -> Vec<TrialRequest> {
+        self.common.eval_requests()
+    }
+
+    fn eval_spec(&self) -> RolloutSpec {
+        let n = self.common.cfg.eval.num_attempts;
+        self.common.spec(true, n, false, ReflectionType::None)
+    }
+
+    fn advantage_config(&self) -> AdvantageConfig {
+        self.common.advantage_config()
+    }
+}

@@ -1,0 +1,139 @@
+//! MAGE: LaMer's trials against opponents that step inside the environment (docs/mage.md).
+//!
+//! - Opponents: the `[opponents]` pool (required), one opponent per task group, seats drawn
+//!   over all trials (see [`super::opponents`]).
+//! - Rewards become differential attempt rewards (d_1 = C_1, d_k = C_k - C_{k-1} on the last
+//!   step of attempt k); returns use step_gamma inside attempts and traj_gamma across them.
+//! - A length penalty `coef * clip((L - Lmax/2) / (Lmax/2), 0, 1)` enters the episode term only.
+//! - During training the reflection may see privileged information (the opponent's Kuhn card);
+//!   evaluation never does, and plays the held-out opponent of `eval.env_settings`.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Common, TrainingMethod};
+use crate::config::{Method, TrainConfig};
+use crate::error::TrainError;
+use crate::rollout::{RolloutSpec, TrialRequest};
+use crate::sample::Sample;
+use quester_algos::AdvantageConfig;
+
+/// `[mage]`: MAGE's own knobs. Defaults are the Kuhn Poker script's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MageConfig {
+    /// Coefficient of the length penalty (0 = off).
+    pub length_penalty_coef: f64,
+    /// Show the env's privileged information to training reflections.
+    pub privileged_reflection: bool,
+}
+
+impl Default for MageConfig {
+    fn default() -> Self {
+        Self {
+            length_penalty_coef: 2.0,
+            privileged_reflection: true,
+        }
+    }
+}
+
+/// MAGE's length penalty as a positive amount subtracted from the episode score.
+pub fn length_penalty(len: usize, max_len: usize, coef: f64) -> f64 {
+    (-quester_algos::length_penalty(len, max_len, coef)).min(coef)
+}
+
+/// Checks `[mage]` against the rest of the config.
+pub fn validate(cfg: &TrainConfig) -> Result<(), TrainError> {
+    if cfg.opponents.pool.is_empty() {
+        return Err(TrainError::Config(format!(
+            "opponents.pool: method \"mage\" trains against a pool of opponents; give at least \
+             one [[opponents.pool]] entry (opponent, share) of an environment with opponents ({})",
+            super::opponents::env_names()
+        )));
+    }
+    let c = cfg.mage.length_penalty_coef;
+    if !(c >= 0.0 && c.is_finite()) {
+        return Err(TrainError::Config(
+            "mage.length_penalty_coef: must be finite and >= 0".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// See the module doc.
+pub struct Mage {
+    common: Common,
+}
+
+impl Mage {
+    pub fn new(common: Common) -> Result<Self, TrainError> {
+        validate(&common.cfg)?;
+        Ok(Self { common })
+    }
+}
+
+impl TrainingMethod for Mage {
+    fn method(&self) -> Method {
+        Method::Mage
+    }
+
+    fn train_requests(&self, step: usize) -> Vec<TrialRequest> {
+        self.common.train_requests(step)
+    }
+
+    fn train_spec(&self) -> RolloutSpec {
+        let c = &self.common.cfg;
+        let a = &c.algorithm;
+        let mut spec = self
+            .common
+            .spec(false, a.num_attempts, a.do_reflection, a.reflection_type);
+        spec.privileged_reflection = c.mage.privileged_reflection;
+        spec
+    }
+
+    fn eval_requests(&self) -> Vec<TrialRequest> {
+        self.common.eval_requests()
+    }
+
+    fn eval_spec(&self) -> RolloutSpec {
+        let c = &self.common.cfg;
+        let a = &c.algorithm;
+        self.common.spec(
+            true,
+            c.eval.num_attempts,
+            a.do_reflection,
+            a.reflection_type,
+        )
+    }
+
+    fn shape(&self, samples: &mut [Sample]) {
+        let c = &self.common.cfg;
+        for s in samples {
+            s.score_penalty = length_penalty(
+                s.response_ids.len(),
+                c.model.max_response_tokens,
+                c.mage.length_penalty_coef,
+            );
+        }
+    }
+
+    fn advantage_config(&self) -> AdvantageConfig {
+        AdvantageConfig {
+            differential_rewards: true,
+            ..self.common.advantage_config()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn length_penalty_by_hand() {
+        // Lmax 40, coef 2: L 20 -> 0; L 30 -> 2 * 10/20 = 1; L 40 -> 2; never above coef.
+        assert_eq!(length_penalty(20, 40, 2.0), 0.0);
+        assert_eq!(length_penalty(30, 40, 2.0), 1.0);
+        assert_eq!(length_penalty(40, 40, 2.0), 2.0);
+        assert_eq!(length_penalty(80, 40, 2.0), 2.0);
+    }
+}

@@ -1,0 +1,226 @@
+//! Training methods: each one decides how its trials are played (attempts, reflections,
+//! opponents, sampling), how rewards are shaped and advantages computed, what context a response
+//! is trained under, and what state it keeps across steps (saved in every checkpoint). The
+//! trainer and the rollout engine are shared; a method is one module here plus, where it has
+//! knobs of its own, one config table (`[mage]`).
+//!
+//! | method | module | trials | advantages |
+//! |---|---|---|---|
+//! | `lamer` | [`lamer`] | attempts + reflections | cross-attempt returns, GiGPO |
+//! | `gigpo`, `grpo`, `rloo` | [`baseline`] | single episodes | the estimator of the name |
+//! | `mage` | [`mage`] | LaMer's, against a pool of opponents | differential rewards, GiGPO mean-only |
+
+pub mod baseline;
+pub mod lamer;
+pub mod mage;
+pub mod opponents;
+
+use serde_json::{Map, Value};
+
+use crate::config::{Method, ReflectionType, TrainConfig};
+use crate::error::TrainError;
+use crate::policy::{ChatMessage, SamplingParams};
+use crate::prompts::PromptTemplates;
+use crate::rng::{derive, purpose};
+use crate::rollout::{RolloutSpec, TrialRequest};
+use crate::sample::{Sample, Trial};
+use quester_algos::AdvantageConfig;
+
+/// What makes one method differ from another. Every hook but the specs and the advantage
+/// settings has a default that does nothing, so a method states only what is its own.
+pub trait TrainingMethod {
+    /// The method's config name.
+    fn method(&self) -> Method;
+
+    /// The trials of training step `step` (0-based): tasks, groups, per-trial env settings.
+    fn train_requests(&self, step: usize) -> Vec<TrialRequest>;
+
+    /// How training trials are played.
+    fn train_spec(&self) -> RolloutSpec;
+
+    /// The evaluation trials (held-out tasks, the same sampling streams at every call).
+    fn eval_requests(&self) -> Vec<TrialRequest>;
+
+    /// How evaluation trials are played.
+    fn eval_spec(&self) -> RolloutSpec;
+
+    /// Reward shaping on the collected samples, before the advantages (MAGE's length penalty).
+    fn shape(&self, _samples: &mut [Sample]) {}
+
+    /// The advantage settings.
+    fn advantage_config(&self) -> AdvantageConfig;
+
+    /// The context a sample is trained under when it is not the one it was sampled in (the
+    /// messages and the forced response opening); None = the sampling context.
+    fn training_context(&self, _sample: &Sample) -> Option<(Vec<ChatMessage>, String)> {
+        None
+    }
+
+    /// Called after every update with the step's trials (strategy banks, tip memories).
+    fn after_step(&mut self, _step: usize, _trials: &[Trial]) {}
+
+    /// Metrics of its own for a training step's row (MAGE: per opponent).
+    fn train_metrics(&self, _trials: &[Trial], _row: &mut Map<String, Value>) {}
+
+    /// The state that persists across steps (saved in every checkpoint); Null = none.
+    fn state(&self) -> Value {
+        Value::Null
+    }
+
+    /// Restores what [`TrainingMethod::state`] returned.
+    fn restore(&mut self, _state: &Value) -> Result<(), TrainError> {
+        Ok(())
+    }
+}
+
+/// The method a config asks for.
+pub fn build(
+    cfg: &TrainConfig,
+    templates: &PromptTemplates,
+) -> Result<Box<dyn TrainingMethod>, TrainError> {
+    let common = Common {
+        cfg: cfg.clone(),
+        templates: templates.clone(),
+    };
+    Ok(match cfg.algorithm.method {
+        Method::Lamer => Box::new(lamer::Lamer::new(common)),
+        Method::Gigpo | Method::Grpo | Method::Rloo => Box::new(baseline::Baseline::new(common)),
+        Method::Mage => Box::new(mage::Mage::new(common)?),
+    })
+}
+
+/// Checks the keys a method preset fixes against the rest of the config; the error names the
+/// key.
+pub fn validate(cfg: &TrainConfig) -> Result<(), TrainError> {
+    let a = &cfg.algorithm;
+    let m = a.method;
+    if m.is_baseline() {
+        if let Some(e) = a.estimator.filter(|&e| e != m.default_estimator()) {
+            return Err(TrainError::Config(format!(
+                "algorithm.estimator = {e:?} contradicts algorithm.method = \"{}\", which trains \
+                 with {:?}; remove algorithm.estimator, or choose the method of that estimator",
+                m.name(),
+                m.default_estimator()
+            )));
+        }
+        if a.num_attempts != 1 {
+            return Err(TrainError::Config(format!(
+                "algorithm.num_attempts = {}: method \"{}\" trains single episodes (1); \
+                 multi-attempt trials are method \"lamer\" or \"mage\"",
+                a.num_attempts,
+                m.name()
+            )));
+        }
+    }
+    opponents::validate(cfg)?;
+    if m == Method::Mage {
+        mage::validate(cfg)?;
+    }
+    Ok(())
+}
+
+/// What every method is built from.
+#[derive(Debug, Clone)]
+pub struct Common {
+    pub cfg: TrainConfig,
+    pub templates: PromptTemplates,
+}
+
+impl Common {
+    /// `tasks_per_step` new tasks (consecutive training seeds, far below the evaluation
+    /// seeds) x `group_size` trials, each with its own sampling stream; with an `[opponents]`
+    /// pool, one opponent per task group and a drawn seat per trial.
+    pub fn train_requests(&self, step: usize) -> Vec<TrialRequest> {
+        let r = &self.cfg.rollout;
+        let seed = self.cfg.training.seed;
+        let mut out = Vec::with_capacity(r.tasks_per_step * r.group_size);
+        for t in 0..r.tasks_per_step {
+            let task_seed = self.cfg.env.train_seed_base + (step * r.tasks_per_step + t) as u64;
+            for trial in 0..r.group_size {
+                out.push(TrialRequest::new(
+                    format!("s{step}t{t}"),
+                    task_seed,
+                    trial,
+                    derive(
+                        seed,
+                        &[purpose::TRAIN_GEN, step as u64, t as u64, trial as u64],
+                    ),
+                ));
+            }
+        }
+        opponents::assign(&self.cfg, step, &mut out);
+        out
+    }
+
+    /// `eval.tasks` held-out tasks (seeds from `env.eval_seed_base`, `eval.env_settings`
+    /// merged over the env's), one trial each.
+    pub fn eval_requests(&self) -> Vec<TrialRequest> {
+        let c = &self.cfg;
+        let opponent = c
+            .eval
+            .env_settings
+            .get("opponent")
+            .and_then(toml::Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        (0..c.eval.tasks)
+            .map(|i| TrialRequest {
+                opponent: opponent.clone(),
+                env_settings: c.eval.env_settings.clone(),
+                ..TrialRequest::new(
+                    format!("eval{i}"),
+                    c.env.eval_seed_base + i as u64,
+                    0,
+                    derive(c.training.seed, &[purpose::EVAL_GEN, i as u64]),
+                )
+            })
+            .collect()
+    }
+
+    /// Sampling of training (`eval = false`) or evaluation.
+    pub fn sampling(&self, eval: bool, stop: &[String]) -> SamplingParams {
+        let c = &self.cfg;
+        let (temperature, top_p, top_k) = if eval {
+            (c.eval.temperature, c.eval.top_p, c.eval.top_k)
+        } else {
+            (c.rollout.temperature, c.rollout.top_p, c.rollout.top_k)
+        };
+        SamplingParams {
+            temperature,
+            top_p,
+            top_k,
+            max_new_tokens: c.model.max_response_tokens,
+            stop: stop.to_vec(),
+            ..SamplingParams::default()
+        }
+    }
+
+    /// A rollout spec with the config's memory and prompt settings.
+    pub fn spec(
+        &self,
+        eval: bool,
+        num_attempts: usize,
+        do_reflection: bool,
+        reflection_type: ReflectionType,
+    ) -> RolloutSpec {
+        let r = &self.cfg.rollout;
+        RolloutSpec {
+            num_attempts,
+            do_reflection,
+            reflection_type,
+            max_turns: r.max_turns,
+            history_window: r.history_window,
+            full_observations: r.full_observations,
+            max_reflection_chars: r.max_reflection_chars,
+            play_sampling: self.sampling(eval, &r.play_stop),
+            reflect_sampling: self.sampling(eval, &r.reflect_stop),
+            privileged_reflection: false,
+            templates: self.templates.clone(),
+        }
+    }
+
+    /// The advantage settings of `[algorithm]`, with the method's estimator when none is set.
+    pub fn advantage_config(&self) -> AdvantageConfig {
+        crate::scoring::advantage_config(&self.cfg.algorithm)
+    }
+}
