@@ -39,21 +39,13 @@ impl TrainingMethod for Counting {
         self.common.train_requests(step)
     }
     fn train_spec(&self) -> RolloutSpec {
-        let a = &self.common.cfg.algorithm;
-        self.common
-            .spec(false, a.num_attempts, a.do_reflection, a.reflection_type)
+        self.common.trial_spec(false)
     }
     fn eval_requests(&self) -> Vec<TrialRequest> {
         self.common.eval_requests()
     }
     fn eval_spec(&self) -> RolloutSpec {
-        let c = &self.common.cfg;
-        self.common.spec(
-            true,
-            c.eval.num_attempts,
-            c.algorithm.do_reflection,
-            c.algorithm.reflection_type,
-        )
+        self.common.trial_spec(true)
     }
     fn advantage_config(&self) -> AdvantageConfig {
         self.common.advantage_config()
@@ -92,6 +84,18 @@ fn counting(cfg: &TrainConfig, retrain_prefix: Option<&str>) -> Box<Counting> {
     })
 }
 
+fn counting_trainer<'a>(c: &TrainConfig, dir: &Path, resume: bool) -> Trainer<'a> {
+    Trainer::with_method(
+        c.clone(),
+        counting(c, None),
+        build_policy(c).unwrap(),
+        env_factory(c),
+        dir,
+        resume,
+    )
+    .unwrap()
+}
+
 fn metrics(dir: &Path) -> Vec<Map<String, Value>> {
     let text = std::fs::read_to_string(dir.join("metrics.jsonl")).unwrap();
     text.lines()
@@ -110,26 +114,10 @@ fn method_state_round_trips_and_a_killed_run_resumes_identically() {
     c.eval.tasks = 10;
     let tmp = tempfile::tempdir().unwrap();
     let full = tmp.path().join("full");
-    let mut t = Trainer::with_method(
-        c.clone(),
-        counting(&c, None),
-        build_policy(&c).unwrap(),
-        env_factory(&c),
-        &full,
-        false,
-    )
-    .unwrap();
+    let mut t = counting_trainer(&c, &full, false);
     t.run().unwrap();
     let killed = tmp.path().join("killed");
-    let mut t = Trainer::with_method(
-        c.clone(),
-        counting(&c, None),
-        build_policy(&c).unwrap(),
-        env_factory(&c),
-        &killed,
-        false,
-    )
-    .unwrap();
+    let mut t = counting_trainer(&c, &killed, false);
     t.stop_after = Some(3);
     t.run().unwrap();
     drop(t);
@@ -139,15 +127,7 @@ fn method_state_round_trips_and_a_killed_run_resumes_identically() {
     )
     .unwrap();
     assert!(state["wins"].as_u64().unwrap() > 0, "{state}");
-    let mut t = Trainer::with_method(
-        c.clone(),
-        counting(&c, None),
-        build_policy(&c).unwrap(),
-        env_factory(&c),
-        &killed,
-        true,
-    )
-    .unwrap();
+    let mut t = counting_trainer(&c, &killed, true);
     assert_eq!(t.step(), 2);
     t.run().unwrap();
     let (a, b) = (metrics(&full), metrics(&killed));

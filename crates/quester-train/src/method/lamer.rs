@@ -28,9 +28,7 @@ impl TrainingMethod for Lamer {
     }
 
     fn train_spec(&self) -> RolloutSpec {
-        let a = &self.common.cfg.algorithm;
-        self.common
-            .spec(false, a.num_attempts, a.do_reflection, a.reflection_type)
+        self.common.trial_spec(false)
     }
 
     fn eval_requests(&self) -> Vec<TrialRequest> {
@@ -38,14 +36,7 @@ impl TrainingMethod for Lamer {
     }
 
     fn eval_spec(&self) -> RolloutSpec {
-        let c = &self.common.cfg;
-        let a = &c.algorithm;
-        self.common.spec(
-            true,
-            c.eval.num_attempts,
-            a.do_reflection,
-            a.reflection_type,
-        )
+        self.common.trial_spec(true)
     }
 
     fn advantage_config(&self) -> AdvantageConfig {

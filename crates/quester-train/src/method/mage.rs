@@ -81,12 +81,8 @@ impl TrainingMethod for Mage {
     }
 
     fn train_spec(&self) -> RolloutSpec {
-        let c = &self.common.cfg;
-        let a = &c.algorithm;
-        let mut spec = self
-            .common
-            .spec(false, a.num_attempts, a.do_reflection, a.reflection_type);
-        spec.privileged_reflection = c.mage.privileged_reflection;
+        let mut spec = self.common.trial_spec(false);
+        spec.privileged_reflection = self.common.cfg.mage.privileged_reflection;
         spec
     }
 
@@ -95,14 +91,7 @@ impl TrainingMethod for Mage {
     }
 
     fn eval_spec(&self) -> RolloutSpec {
-        let c = &self.common.cfg;
-        let a = &c.algorithm;
-        self.common.spec(
-            true,
-            c.eval.num_attempts,
-            a.do_reflection,
-            a.reflection_type,
-        )
+        self.common.trial_spec(true)
     }
 
     fn shape(&self, samples: &mut [Sample]) {

@@ -219,6 +219,19 @@ impl Common {
         }
     }
 
+    /// LaMer's trials as `[algorithm]` configures them: `algorithm.num_attempts` in training,
+    /// `eval.num_attempts` in evaluation, with the run's reflection and memory settings.
+    pub fn trial_spec(&self, eval: bool) -> RolloutSpec {
+        let c = &self.cfg;
+        let a = &c.algorithm;
+        let n = if eval {
+            c.eval.num_attempts
+        } else {
+            a.num_attempts
+        };
+        self.spec(eval, n, a.do_reflection, a.reflection_type)
+    }
+
     /// The advantage settings of `[algorithm]`, with the method's estimator when none is set.
     pub fn advantage_config(&self) -> AdvantageConfig {
         crate::scoring::advantage_config(&self.cfg.algorithm)
