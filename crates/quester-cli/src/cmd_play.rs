@@ -102,7 +102,8 @@ pub fn run(args: PlayArgs) -> anyhow::Result<()> {
 fn show_observation(out: &mut impl Write, env: &dyn Env, obs: &str) -> anyhow::Result<()> {
     writeln!(out, "{obs}")?;
     if let Some(actions) = env.admissible_actions() {
-        if !env.is_done() {
+        // Envs that list their actions in the observation (WebShop) are not repeated.
+        if !env.is_done() && !actions.iter().all(|a| obs.contains(a.as_str())) {
             writeln!(out, "actions: {}", actions.join(" | "))?;
         }
     }
