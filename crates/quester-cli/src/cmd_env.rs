@@ -26,6 +26,10 @@ pub struct RunArgs {
     /// File with one response per line.
     #[arg(long)]
     pub actions: PathBuf,
+    /// Each line of the file is a JSON string literal (`"line one\nline two"`), for
+    /// multi-line free-text answers (the `instruction` env).
+    #[arg(long)]
+    pub json_strings: bool,
 }
 
 #[derive(clap::Args)]
@@ -55,7 +59,18 @@ fn run_replay(args: RunArgs) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     writeln!(out, "{}", json!({"step": 0, "observation": obs}))?;
     for (i, line) in text.lines().enumerate() {
-        let step = env.step(line);
+        let response = if args.json_strings {
+            serde_json::from_str::<String>(line).with_context(|| {
+                format!(
+                    "line {} of {} is not a JSON string",
+                    i + 1,
+                    args.actions.display()
+                )
+            })?
+        } else {
+            line.to_string()
+        };
+        let step = env.step(&response);
         let row = json!({
             "step": i + 1,
             "observation": step.observation,

@@ -1,12 +1,12 @@
 //! `quester play ENV`: an environment in the terminal, one typed action per turn.
 
 use anyhow::Context;
-use quester_envs::{make_env, Env};
+use quester_envs::{make_env, Env, FREE_TEXT_ENVS};
 use std::io::{BufRead, Write};
 
 #[derive(clap::Args)]
 pub struct PlayArgs {
-    /// Environment name (sokoban, minesweeper, webshop, tictactoe, kuhn, bandit).
+    /// Environment name (sokoban, minesweeper, webshop, tictactoe, kuhn, bandit, instruction).
     pub env: String,
     /// Task seed.
     #[arg(long, default_value_t = 0)]
@@ -33,17 +33,33 @@ pub fn as_response(line: &str) -> String {
     }
 }
 
+/// The end of a typed free-text answer: a line holding only a full stop.
+const END_OF_ANSWER: &str = ".";
+
 pub fn run(args: PlayArgs) -> anyhow::Result<()> {
     let mut env = build_env(&args.env, &args.overrides)?;
+    // Free-text envs score the whole response: typed lines are collected, unwrapped, until a
+    // line holding only "." (answers need new lines: paragraphs, bullets, a title line).
+    let free_text = FREE_TEXT_ENVS.contains(&env.name());
+    let mut answer: Vec<String> = Vec::new();
     let mut seed = args.seed;
     let stdin = std::io::stdin();
     let mut out = std::io::stdout().lock();
     writeln!(out, "{}\n", env.rules())?;
-    writeln!(
-        out,
-        "Type an action (bare or inside <action>...</action>); :restart replays the task, \
-         :reset [SEED] starts a new one, :quit leaves.\n"
-    )?;
+    if free_text {
+        writeln!(
+            out,
+            "Type your answer over as many lines as you like, then a line with only \
+             `{END_OF_ANSWER}` to send it. Before an answer: :restart replays the task, \
+             :reset [SEED] starts a new one, :quit leaves.\n"
+        )?;
+    } else {
+        writeln!(
+            out,
+            "Type an action (bare or inside <action>...</action>); :restart replays the task, \
+             :reset [SEED] starts a new one, :quit leaves.\n"
+        )?;
+    }
     let obs = env
         .reset(seed)
         .with_context(|| format!("reset {} with seed {seed}", args.env))?;
@@ -52,6 +68,18 @@ pub fn run(args: PlayArgs) -> anyhow::Result<()> {
     for line in stdin.lock().lines() {
         let line = line.context("reading standard input")?;
         let cmd = line.trim();
+        if free_text && answer.is_empty() && cmd.is_empty() {
+            continue;
+        }
+        if free_text && (!answer.is_empty() || !cmd.starts_with(':')) {
+            if cmd != END_OF_ANSWER {
+                answer.push(line);
+                continue;
+            }
+            let response = std::mem::take(&mut answer).join("\n");
+            total += show_step(&mut out, env.as_mut(), &response, total)?;
+            continue;
+        }
         if cmd.is_empty() {
             continue;
         }
@@ -77,26 +105,44 @@ pub fn run(args: PlayArgs) -> anyhow::Result<()> {
             show_observation(&mut out, env.as_ref(), &obs)?;
             continue;
         }
-        let step = env.step(&as_response(cmd));
-        total += step.reward;
-        writeln!(
-            out,
-            "reward {:+.2} (total {:+.2})  valid {}  done {}  won {}",
-            step.reward, total, step.valid, step.done, step.won
-        )?;
-        if !step.info.is_empty() {
-            writeln!(out, "info {}", serde_json::Value::Object(step.info.clone()))?;
-        }
-        show_observation(&mut out, env.as_ref(), &step.observation)?;
-        if step.done {
-            writeln!(
-                out,
-                "-- episode over ({}). :restart, :reset [SEED] or :quit",
-                if step.won { "won" } else { "not won" }
-            )?;
-        }
+        total += show_step(&mut out, env.as_mut(), &as_response(cmd), total)?;
+    }
+    // End of input in the middle of a free-text answer sends it.
+    if free_text && !answer.is_empty() {
+        show_step(&mut out, env.as_mut(), &answer.join("\n"), total)?;
     }
     Ok(())
+}
+
+/// Steps the env with `response`, prints the outcome; returns the reward.
+fn show_step(
+    out: &mut impl Write,
+    env: &mut dyn Env,
+    response: &str,
+    total: f64,
+) -> anyhow::Result<f64> {
+    let step = env.step(response);
+    writeln!(
+        out,
+        "reward {:+.2} (total {:+.2})  valid {}  done {}  won {}",
+        step.reward,
+        total + step.reward,
+        step.valid,
+        step.done,
+        step.won
+    )?;
+    if !step.info.is_empty() {
+        writeln!(out, "info {}", serde_json::Value::Object(step.info.clone()))?;
+    }
+    show_observation(out, env, &step.observation)?;
+    if step.done {
+        writeln!(
+            out,
+            "-- episode over ({}). :restart, :reset [SEED] or :quit",
+            if step.won { "won" } else { "not won" }
+        )?;
+    }
+    Ok(step.reward)
 }
 
 fn show_observation(out: &mut impl Write, env: &dyn Env, obs: &str) -> anyhow::Result<()> {

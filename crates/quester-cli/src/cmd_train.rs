@@ -24,10 +24,14 @@ pub struct TrainArgs {
 }
 
 #[derive(clap::Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct EvaluateArgs {
+    /// A benchmark instead of a config's held-out tasks.
+    #[command(subcommand)]
+    pub suite: Option<EvalSuite>,
     /// Preset or config file (TOML).
-    #[arg(long, short)]
-    pub config: PathBuf,
+    #[arg(long, short, required = true)]
+    pub config: Option<PathBuf>,
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub overrides: Vec<String>,
     /// A checkpoint folder of a run (RUN_DIR/checkpoints/step_NNNNNN) or its checkpoints/latest
@@ -37,6 +41,14 @@ pub struct EvaluateArgs {
     /// Where to write eval.json and the evaluated trials.
     #[arg(long)]
     pub out: Option<PathBuf>,
+}
+
+/// Benchmarks `quester evaluate` runs.
+#[derive(clap::Subcommand)]
+pub enum EvalSuite {
+    /// IFEval: the 541 prompts answered by a policy and scored (strict and loose), or an
+    /// existing response file scored.
+    Ifeval(crate::cmd_ifeval::IfevalArgs),
 }
 
 #[derive(clap::Args)]
@@ -71,7 +83,11 @@ pub fn train(args: TrainArgs) -> anyhow::Result<()> {
 }
 
 pub fn evaluate(args: EvaluateArgs) -> anyhow::Result<()> {
-    let cfg = load_config(&args.config, &args.overrides)?;
+    if let Some(EvalSuite::Ifeval(a)) = args.suite {
+        return crate::cmd_ifeval::run(a);
+    }
+    let path = args.config.as_deref().context("--config is required")?;
+    let cfg = load_config(path, &args.overrides)?;
     let checkpoint = args
         .checkpoint
         .as_deref()

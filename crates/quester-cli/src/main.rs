@@ -2,6 +2,7 @@
 
 mod cmd_env;
 mod cmd_export;
+mod cmd_ifeval;
 mod cmd_model;
 mod cmd_play;
 mod cmd_serve;
@@ -37,7 +38,8 @@ enum Command {
     Score(cmd_model::ScoreArgs),
     /// Train a policy (LaMer, GiGPO, GRPO, ...) from a preset; resumable.
     Train(cmd_train::TrainArgs),
-    /// Evaluate a policy: pass@1..k over attempts.
+    /// Evaluate a policy: pass@1..k over attempts on a config's held-out tasks, or a benchmark
+    /// (`quester evaluate ifeval`).
     Evaluate(cmd_train::EvaluateArgs),
     /// Write the HTML report (plots + trajectory browser) of a run directory.
     Report(cmd_train::ReportArgs),
@@ -79,5 +81,7 @@ fn init_tracing() {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // Colour codes only on a terminal: logs of background runs stay plain text.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
 }

@@ -8,6 +8,7 @@
 pub mod action;
 pub mod bandit;
 pub mod env;
+pub mod instruction;
 pub mod kuhn;
 pub mod minesweeper;
 pub mod registry;
@@ -16,4 +17,4 @@ pub mod tictactoe;
 pub mod webshop;
 
 pub use env::{Env, EnvError, Info, Step};
-pub use registry::{make_env, ENV_NAMES};
+pub use registry::{make_env, ENV_NAMES, FREE_TEXT_ENVS};

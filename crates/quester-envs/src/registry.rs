@@ -10,7 +10,12 @@ pub const ENV_NAMES: &[&str] = &[
     "tictactoe",
     "kuhn",
     "bandit",
+    "instruction",
 ];
+
+/// Envs whose answer is the whole free-text response (no `<action>` tag); a human front end
+/// passes typed text through unchanged and may span several lines.
+pub const FREE_TEXT_ENVS: &[&str] = &["instruction"];
 
 /// Builds the environment `name` from a config table (keys of that env's config struct; unknown
 /// keys are an error that lists the valid ones).
@@ -27,6 +32,9 @@ pub fn make_env(name: &str, config: toml::Table) -> Result<Box<dyn Env>, EnvErro
         )?)),
         "kuhn" => Ok(Box::new(crate::kuhn::KuhnEnv::from_table(config)?)),
         "bandit" => Ok(Box::new(crate::bandit::BanditEnv::from_table(config)?)),
+        "instruction" => Ok(Box::new(crate::instruction::InstructionEnv::from_table(
+            config,
+        )?)),
         "webshop" => {
             let cfg = quester_config::from_table(config).map_err(|e| config_error(name, e))?;
             Ok(Box::new(crate::webshop::WebShopEnv::new(cfg)?))

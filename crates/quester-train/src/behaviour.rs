@@ -49,7 +49,7 @@ pub fn old_source(s: &Sample) -> OldSource {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sample::SampleKind;
+    use crate::sample::{SampleKind, SampleRole};
 
     fn sample(temps: &[f32]) -> Sample {
         Sample {
@@ -63,6 +63,8 @@ mod tests {
             anchor: String::new(),
             reward: 0.0,
             score_penalty: 0.0,
+            score_bonus: 0.0,
+            role: SampleRole::Policy,
             valid: true,
             won: false,
             attempt_won: false,

@@ -22,6 +22,8 @@ pub struct TrainConfig {
     pub opponents: crate::method::opponents::OpponentsConfig,
     /// MAGE's own table (read only when `algorithm.method = "mage"`).
     pub mage: crate::method::mage::MageConfig,
+    /// HeRL's own table (read only when `algorithm.method = "herl"`).
+    pub herl: crate::method::herl::HerlConfig,
 }
 
 /// Which policy is trained.
@@ -140,6 +142,9 @@ pub enum Method {
     Rloo,
     /// LaMer's trials against opponents: differential rewards, per-opponent groups (`[mage]`).
     Mage,
+    /// Single episodes on rubric rewards plus hindsight rewrites of the best failed answers,
+    /// GRPO over the revised group (`[herl]`).
+    Herl,
 }
 
 impl Method {
@@ -151,13 +156,14 @@ impl Method {
             Method::Grpo => "grpo",
             Method::Rloo => "rloo",
             Method::Mage => "mage",
+            Method::Herl => "herl",
         }
     }
 
     /// The advantage estimator the method uses when `algorithm.estimator` is not set.
     pub fn default_estimator(self) -> quester_algos::Estimator {
         match self {
-            Method::Grpo => quester_algos::Estimator::Grpo,
+            Method::Grpo | Method::Herl => quester_algos::Estimator::Grpo,
             Method::Rloo => quester_algos::Estimator::Rloo,
             Method::Lamer | Method::Gigpo | Method::Mage => quester_algos::Estimator::Gigpo,
         }
@@ -511,13 +517,17 @@ impl TrainConfig {
         );
         if a.do_reflection && !shown {
             return Err(TrainError::Config(format!(
-                "algorithm.do_reflection: reflections are written (and trained) but reflection_type                  = {:?} never shows them; set do_reflection = false or reflection_type =                  \"reflection_only\" / \"history_and_reflection\"",
+                "algorithm.do_reflection: reflections are written (and trained) but reflection_type \
+                 = {:?} never shows them; set do_reflection = false or reflection_type = \
+                 \"reflection_only\" / \"history_and_reflection\"",
                 a.reflection_type
             )));
         }
         if shown && !a.do_reflection {
             return Err(TrainError::Config(format!(
-                "algorithm.reflection_type: {:?} shows reflections, but do_reflection = false                  never writes one; set do_reflection = true or reflection_type = \"history_only\"                  / \"none\"",
+                "algorithm.reflection_type: {:?} shows reflections, but do_reflection = false \
+                 never writes one; set do_reflection = true or reflection_type = \"history_only\" \
+                 / \"none\"",
                 a.reflection_type
             )));
         }
@@ -525,7 +535,7 @@ impl TrainConfig {
     }
 
     /// Evaluation tasks must be held out: seeds disjoint from every training seed, and WebShop
-    /// goals from another split.
+    /// goals or instruction-following constraint combinations from another split.
     fn validate_held_out(&self) -> Result<(), TrainError> {
         let train_lo = self.env.train_seed_base;
         let train_hi = train_lo.saturating_add(
@@ -535,8 +545,26 @@ impl TrainConfig {
         let eval_hi = eval_lo.saturating_add(self.eval.tasks as u64);
         if eval_lo < train_hi && train_lo < eval_hi {
             return Err(TrainError::Config(format!(
-                "env.eval_seed_base: evaluation seeds {eval_lo}..{eval_hi} overlap the training                  seeds {train_lo}..{train_hi}; evaluation must use held-out tasks"
+                "env.eval_seed_base: evaluation seeds {eval_lo}..{eval_hi} overlap the training \
+                 seeds {train_lo}..{train_hi}; evaluation must use held-out tasks"
             )));
+        }
+        if self.env.name == "instruction" {
+            let split = |t: &toml::Table| {
+                t.get("split")
+                    .and_then(toml::Value::as_str)
+                    .map(str::to_string)
+            };
+            let train = split(&self.env.settings).unwrap_or_else(|| "train".into());
+            let eval = split(&self.eval.env_settings).unwrap_or_else(|| train.clone());
+            if train != "train" || eval != "test" {
+                return Err(TrainError::Config(format!(
+                    "eval.env_settings.split: the instruction env trains on split \"{train}\" and \
+                     evaluates on \"{eval}\"; held-out evaluation needs env.settings.split = \
+                     \"train\" and eval.env_settings.split = \"test\" (constraint combinations \
+                     never trained on)"
+                )));
+            }
         }
         if self.env.name == "webshop" {
             let split = |t: &toml::Table| {
@@ -549,7 +577,9 @@ impl TrainConfig {
             let eval = split(&self.eval.env_settings).unwrap_or_else(|| train.clone());
             if !has_goal(&self.eval.env_settings) && (eval == train || eval == "all") {
                 return Err(TrainError::Config(format!(
-                    "eval.env_settings.split: WebShop evaluation draws from split \"{eval}\",                      which holds training goals (training: \"{train}\"); set                      eval.env_settings.split = \"test\" (goals[0:500])"
+                    "eval.env_settings.split: WebShop evaluation draws from split \"{eval}\", \
+                     which holds training goals (training: \"{train}\"); set \
+                     eval.env_settings.split = \"test\" (goals[0:500])"
                 )));
             }
         }

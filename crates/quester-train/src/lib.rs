@@ -8,6 +8,7 @@ pub mod api;
 pub mod behaviour;
 pub mod config;
 pub mod error;
+pub mod instruct_eval;
 pub mod memory;
 pub mod method;
 pub mod policy;

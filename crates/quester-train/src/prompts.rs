@@ -46,6 +46,10 @@ const EMBEDDED: &[(&str, &str)] = &[
         "tictactoe_terse_reflect",
         include_str!("../../../configs/prompts/tictactoe_terse_reflect.txt"),
     ),
+    (
+        "instruction_play",
+        include_str!("../../../configs/prompts/instruction_play.txt"),
+    ),
 ];
 
 /// The play and reflection templates of one environment.

@@ -23,6 +23,8 @@ pub mod purpose {
     pub const SHUFFLE: u64 = 4;
     pub const TRAJ_PICK: u64 = 5;
     pub const SEATS: u64 = 6;
+    /// HeRL's rewrites and the slot each group's hindsight sample takes.
+    pub const HINDSIGHT: u64 = 7;
 }
 
 #[cfg(test)]

@@ -27,6 +27,29 @@ pub enum OldLogprobs {
     Behaviour,
 }
 
+/// What a sample is to the update: a response of the policy's own, or one a method added.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SampleRole {
+    /// Sampled by the policy in play or reflection; trained with the clipped objective.
+    #[default]
+    Policy,
+    /// HeRL's hindsight rewrite that took a slot of its group; trained with the hindsight
+    /// objective (`-A rho / (rho + gamma)`, unclipped).
+    Hindsight,
+    /// A rewrite that was generated and scored but not chosen: logged, not trained.
+    Rewrite,
+    /// A response whose slot a hindsight sample took: logged, not trained.
+    Replaced,
+}
+
+impl SampleRole {
+    /// Whether samples of this role enter the update.
+    pub fn is_trained(self) -> bool {
+        matches!(self, SampleRole::Policy | SampleRole::Hindsight)
+    }
+}
+
 /// One training sample (prompt -> response).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Sample {
@@ -49,6 +72,11 @@ pub struct Sample {
     pub reward: f64,
     /// Subtracted from this sample's episode score only (MAGE's length penalty).
     pub score_penalty: f64,
+    /// Added to this sample's episode score only (HeRL's hindsight bonus).
+    #[serde(default)]
+    pub score_bonus: f64,
+    #[serde(default)]
+    pub role: SampleRole,
     /// False for an unparsable/disallowed action or a reflection without `<remark>`.
     pub valid: bool,
     /// The environment reported success on this step.

@@ -7,7 +7,7 @@ use quester_algos::{
 
 use crate::config::{AlgorithmSection, CrossAttemptForm, NormMode};
 use crate::policy::LossValue;
-use crate::sample::{Sample, SampleKind};
+use crate::sample::{Sample, SampleKind, SampleRole};
 
 /// The algos record of a sample.
 pub fn step_record(s: &Sample) -> StepRecord {
@@ -24,7 +24,8 @@ pub fn step_record(s: &Sample) -> StepRecord {
         reward: s.reward,
         invalid: !s.valid,
         won: s.won,
-        score_penalty: s.score_penalty,
+        // A bonus is a negative penalty on the same episode term.
+        score_penalty: s.score_penalty - s.score_bonus,
     }
 }
 
@@ -59,7 +60,16 @@ pub fn advantages(
     quester_algos::compute_advantages(&records, cfg)
 }
 
-/// The PPO loss settings; the entropy bonus is applied model-side, so it is 0 here.
+/// The objective a sample's tokens are trained with.
+pub fn objective(s: &Sample) -> TokenObjective {
+    match s.role {
+        SampleRole::Hindsight => TokenObjective::Hindsight,
+        _ => TokenObjective::Clipped,
+    }
+}
+
+/// The PPO loss settings; the entropy bonus is applied model-side, so it is 0 here. HeRL's
+/// gamma comes from `[herl]`.
 pub fn loss_config(a: &AlgorithmSection) -> PolicyLossConfig {
     PolicyLossConfig {
         clip_low: a.clip_low,
@@ -83,6 +93,7 @@ pub fn ppo_loss(
     old_logp: &[Vec<f64>],
     ref_logp: Option<&[Vec<f64>]>,
     advantage: &[f64],
+    objectives: &[TokenObjective],
     cfg: &PolicyLossConfig,
 ) -> (LossValue, f64) {
     let responses: Vec<ResponseTokens<'_>> = new_logp
@@ -96,7 +107,7 @@ pub fn ppo_loss(
             ref_logp: ref_logp.and_then(|r| r.get(i)).map(Vec::as_slice),
             entropy: None,
             advantage: adv,
-            objective: TokenObjective::Clipped,
+            objective: objectives.get(i).copied().unwrap_or_default(),
         })
         .collect();
     match quester_algos::policy_loss(&responses, cfg) {

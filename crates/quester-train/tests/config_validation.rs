@@ -141,3 +141,55 @@ fn renamed_keys_say_what_to_write() {
         "rollout.play_stop",
     );
 }
+
+#[test]
+fn herl_keys_are_checked() {
+    assert!(preset("herl_instruction_cpu.toml", &[]).is_ok());
+    assert!(preset("herl_instruction_paper.toml", &[]).is_ok());
+    refused(
+        "herl_instruction_cpu.toml",
+        &["algorithm.num_attempts=3"],
+        "algorithm.num_attempts",
+    );
+    refused(
+        "herl_instruction_cpu.toml",
+        &["algorithm.estimator=\"gigpo\""],
+        "algorithm.estimator",
+    );
+    refused(
+        "herl_instruction_cpu.toml",
+        &["herl.hindsight_gamma=0"],
+        "herl.hindsight_gamma",
+    );
+    refused(
+        "herl_instruction_cpu.toml",
+        &["herl.max_candidates=0"],
+        "herl.max_candidates",
+    );
+    refused(
+        "herl_instruction_cpu.toml",
+        &["herl.alpha=-1"],
+        "herl.alpha",
+    );
+    refused(
+        "herl_instruction_cpu.toml",
+        &["herl.template=\"no placeholders\""],
+        "herl.template",
+    );
+    refused(
+        "herl_instruction_cpu.toml",
+        &["herl.train_under=\"elsewhere\""],
+        "original",
+    );
+    // Held out: instruction evaluation draws constraint combinations never trained on.
+    refused(
+        "grpo_instruction_cpu.toml",
+        &["eval.env_settings.split=\"train\""],
+        "eval.env_settings.split",
+    );
+    refused(
+        "herl_instruction_cpu.toml",
+        &["env.settings.split=\"all\""],
+        "eval.env_settings.split",
+    );
+}

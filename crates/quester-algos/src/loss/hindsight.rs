@@ -25,4 +25,20 @@ mod tests {
         let (l, g) = hindsight_token(3f64.ln(), 0.0, -1.0, 0.1);
         assert!((l - 3.0 / 3.1).abs() < 1e-12 && (g - 0.3 / 9.61).abs() < 1e-12);
     }
+
+    #[test]
+    fn hindsight_gradient_matches_finite_differences() {
+        let h = 1e-6;
+        for &(logp, old, adv, gamma) in &[
+            (-0.3, -0.5, 1.5, 1.0),
+            (-2.0, -0.1, -0.7, 0.1),
+            (0.4, -1.2, 2.0, 0.5),
+        ] {
+            let (_, g) = hindsight_token(logp, old, adv, gamma);
+            let up = hindsight_token(logp + h, old, adv, gamma).0;
+            let down = hindsight_token(logp - h, old, adv, gamma).0;
+            let fd = (up - down) / (2.0 * h);
+            assert!((g - fd).abs() < 1e-8, "{g} vs {fd}");
+        }
+    }
 }

@@ -9,8 +9,10 @@
 //! | `lamer` | [`lamer`] | attempts + reflections | cross-attempt returns, GiGPO |
 //! | `gigpo`, `grpo`, `rloo` | [`baseline`] | single episodes | the estimator of the name |
 //! | `mage` | [`mage`] | LaMer's, against a pool of opponents | differential rewards, GiGPO mean-only |
+//! | `herl` | [`herl`] | single episodes + hindsight rewrites | GRPO over the revised group |
 
 pub mod baseline;
+pub mod herl;
 pub mod lamer;
 pub mod mage;
 pub mod opponents;
@@ -19,10 +21,10 @@ use serde_json::{Map, Value};
 
 use crate::config::{Method, ReflectionType, TrainConfig};
 use crate::error::TrainError;
-use crate::policy::{ChatMessage, SamplingParams};
+use crate::policy::{ChatMessage, Policy, SamplingParams};
 use crate::prompts::PromptTemplates;
 use crate::rng::{derive, purpose};
-use crate::rollout::{RolloutSpec, TrialRequest};
+use crate::rollout::{EnvFactory, RolloutSpec, TrialRequest};
 use crate::sample::{Sample, Trial};
 use quester_algos::AdvantageConfig;
 
@@ -43,6 +45,18 @@ pub trait TrainingMethod {
 
     /// How evaluation trials are played.
     fn eval_spec(&self) -> RolloutSpec;
+
+    /// Generation passes after the step's trials are played and before rewards are shaped
+    /// (HeRL's hindsight rewrites). A method may re-reward samples (`score_bonus`), add logged
+    /// ones and hand a trial's slot to a sample of its own (see [`crate::sample::SampleRole`]).
+    fn extra_passes(
+        &mut self,
+        _step: usize,
+        _trials: &mut [Trial],
+        _ctx: &mut PassContext<'_, '_>,
+    ) -> Result<(), TrainError> {
+        Ok(())
+    }
 
     /// Reward shaping on the collected samples, before the advantages (MAGE's length penalty).
     fn shape(&self, _samples: &mut [Sample]) {}
@@ -73,6 +87,12 @@ pub trait TrainingMethod {
     }
 }
 
+/// What an extra generation pass may use: the policy being trained and the step's env factory.
+pub struct PassContext<'p, 'e> {
+    pub policy: &'p mut dyn Policy,
+    pub make_env: &'e EnvFactory<'e>,
+}
+
 /// The method a config asks for.
 pub fn build(
     cfg: &TrainConfig,
@@ -86,6 +106,7 @@ pub fn build(
         Method::Lamer => Box::new(lamer::Lamer::new(common)),
         Method::Gigpo | Method::Grpo | Method::Rloo => Box::new(baseline::Baseline::new(common)),
         Method::Mage => Box::new(mage::Mage::new(common)?),
+        Method::Herl => Box::new(herl::Herl::new(common)?),
     })
 }
 
@@ -115,6 +136,9 @@ pub fn validate(cfg: &TrainConfig) -> Result<(), TrainError> {
     opponents::validate(cfg)?;
     if m == Method::Mage {
         mage::validate(cfg)?;
+    }
+    if m == Method::Herl {
+        herl::validate(cfg)?;
     }
     Ok(())
 }

@@ -19,7 +19,7 @@ use crate::policy::{ChatMessage, GenRequest, Policy, SamplingParams};
 use crate::prompts::{render, PromptTemplates};
 use crate::rng::derive;
 use crate::sample::OldLogprobs;
-use crate::sample::{AttemptOutcome, Sample, SampleKind, Trial, REFLECT_ANCHOR};
+use crate::sample::{AttemptOutcome, Sample, SampleKind, SampleRole, Trial, REFLECT_ANCHOR};
 
 /// How trials are played.
 #[derive(Debug, Clone, PartialEq)]
@@ -300,6 +300,8 @@ pub fn run_trials(
                 anchor: std::mem::take(&mut r.pending_anchor),
                 reward: 0.0,
                 score_penalty: 0.0,
+                score_bonus: 0.0,
+                role: SampleRole::Policy,
                 valid: true,
                 won: false,
                 attempt_won: false,

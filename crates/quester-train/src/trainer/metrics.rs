@@ -4,7 +4,7 @@ use serde_json::{json, Map, Value};
 
 use super::EvalResult;
 use crate::policy::UpdateStats;
-use crate::sample::{Sample, SampleKind, Trial};
+use crate::sample::{Sample, SampleKind, SampleRole, Trial};
 
 fn mean(xs: impl Iterator<Item = f64>) -> f64 {
     let (s, n) = xs.fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
@@ -129,6 +129,11 @@ pub fn add_eval(row: &mut Map<String, Value>, ev: &EvalResult) {
     row.insert("eval_invalid_rate".into(), json!(ev.invalid_rate));
 }
 
+/// The samples of a trial that enter the update.
+pub fn trained_samples(trial: &Trial) -> usize {
+    trial.samples.iter().filter(|s| s.role.is_trained()).count()
+}
+
 /// One trial as a trajectories.jsonl row: attempts, and every response with its reward and
 /// (in training) advantage.
 pub fn trajectory_row(
@@ -137,12 +142,19 @@ pub fn trajectory_row(
     trial: &Trial,
     advantages: Option<&[f64]>,
 ) -> Value {
+    // Advantages exist for trained samples only, in trial order.
+    let mut trained = 0usize;
     let samples: Vec<Value> = trial
         .samples
         .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            json!({
+        .map(|s| {
+            let advantage = if s.role.is_trained() {
+                trained += 1;
+                advantages.and_then(|a| a.get(trained - 1)).copied()
+            } else {
+                None
+            };
+            let mut v = json!({
                 "attempt": s.attempt,
                 "turn": s.turn,
                 "kind": s.kind,
@@ -151,8 +163,15 @@ pub fn trajectory_row(
                 "reward": s.reward,
                 "valid": s.valid,
                 "won": s.won,
-                "advantage": advantages.and_then(|a| a.get(i)).copied(),
-            })
+                "advantage": advantage,
+            });
+            if s.role != SampleRole::Policy {
+                v["role"] = json!(s.role);
+            }
+            if s.score_bonus != 0.0 {
+                v["bonus"] = json!(s.score_bonus);
+            }
+            v
         })
         .collect();
     json!({

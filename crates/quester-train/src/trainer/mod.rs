@@ -15,7 +15,7 @@ use std::time::Instant;
 use crate::behaviour::{old_source, OldSource};
 use crate::config::TrainConfig;
 use crate::error::TrainError;
-use crate::method::TrainingMethod;
+use crate::method::{PassContext, TrainingMethod};
 use crate::policy::{TrainSeq, TrainablePolicy, UpdateStats};
 use crate::prompts::PromptTemplates;
 use crate::rng::{derive, purpose};
@@ -247,13 +247,24 @@ impl<'a> Trainer<'a> {
         )?;
         let t_rollout = t_start.elapsed().as_secs_f64();
 
+        let t_passes = Instant::now();
+        self.method.extra_passes(
+            step,
+            &mut trials,
+            &mut PassContext {
+                policy: self.policy.as_mut(),
+                make_env: &*self.make_env,
+            },
+        )?;
+        let t_passes = t_passes.elapsed().as_secs_f64();
+
         let t1 = Instant::now();
         for t in &mut trials {
             self.method.shape(&mut t.samples);
         }
         let mut samples: Vec<Sample> = trials
             .iter()
-            .flat_map(|t| t.samples.iter().cloned())
+            .flat_map(|t| t.samples.iter().filter(|s| s.role.is_trained()).cloned())
             .collect();
         self.set_training_contexts(&mut samples)?;
         let adv = scoring::advantages(&samples, &self.method.advantage_config());
@@ -296,6 +307,7 @@ impl<'a> Trainer<'a> {
             );
         }
         row.insert("time_rollout_s".into(), json!(t_rollout));
+        row.insert("time_extra_passes_s".into(), json!(t_passes));
         row.insert("time_scoring_s".into(), json!(t_scoring));
         row.insert("time_training_s".into(), json!(t_training));
 
@@ -322,7 +334,7 @@ impl<'a> Trainer<'a> {
         let traj: Vec<Value> = (0..n)
             .map(|t| {
                 let i = t * self.cfg.rollout.group_size;
-                let offset: usize = trials[..i].iter().map(|x| x.samples.len()).sum();
+                let offset: usize = trials[..i].iter().map(metrics::trained_samples).sum();
                 metrics::trajectory_row(
                     step,
                     "train",
@@ -399,7 +411,10 @@ impl<'a> Trainer<'a> {
         let t = self.cfg.training.clone();
         let kl_on = self.cfg.algorithm.kl_coef > 0.0;
         let mut kls = Vec::new();
-        let lcfg = scoring::loss_config(&self.cfg.algorithm);
+        let lcfg = quester_algos::PolicyLossConfig {
+            hindsight_gamma: self.cfg.herl.hindsight_gamma,
+            ..scoring::loss_config(&self.cfg.algorithm)
+        };
         let entropy_coef = self.cfg.algorithm.entropy_coef;
         let mut stats = Vec::new();
         let (old_all, is_current) = self.old_logprobs(samples)?;
@@ -430,6 +445,10 @@ impl<'a> Trainer<'a> {
                 fresh = false;
                 let old: Vec<Vec<f64>> = chunk.iter().map(|&i| old_all[i].clone()).collect();
                 let adv: Vec<f64> = chunk.iter().map(|&i| advantage[i]).collect();
+                let objectives: Vec<_> = chunk
+                    .iter()
+                    .map(|&i| scoring::objective(&samples[i]))
+                    .collect();
                 let reference = if kl_on {
                     Some(self.policy.reference_logprobs(&seqs)?.ok_or_else(|| {
                         TrainError::Policy(
@@ -445,8 +464,14 @@ impl<'a> Trainer<'a> {
                 let st = self.policy.update(
                     &seqs,
                     &mut |new: &[Vec<f64>]| {
-                        let (lv, k) =
-                            scoring::ppo_loss(new, &old, reference.as_deref(), &adv, &lcfg);
+                        let (lv, k) = scoring::ppo_loss(
+                            new,
+                            &old,
+                            reference.as_deref(),
+                            &adv,
+                            &objectives,
+                            &lcfg,
+                        );
                         kl = k;
                         lv
                     },

@@ -1,0 +1,111 @@
+//! Answers a list of single-turn prompts with any policy, batched: how `quester evaluate ifeval`
+//! generates its responses (the native model, a checkpoint, or an OpenAI-compatible server).
+//!
+//! Prompts are sent as one user message each, with no system prompt and no forced opening, as
+//! lm-evaluation-harness sends IFEval's. They are generated in batches of similar prompt length
+//! (less padding waste, fewer long stragglers beside short prompts) and returned in input order.
+//! Every response has its own seed derived from `seed` and its index, so a response does not
+//! depend on the batch it ran in.
+
+use crate::error::TrainError;
+use crate::policy::{ChatMessage, GenRequest, Policy, SamplingParams};
+use crate::rng::derive;
+
+/// How the responses are generated. Defaults are lm-evaluation-harness's IFEval settings:
+/// greedy, up to 1280 new tokens, no stop strings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnswerOptions {
+    pub max_new_tokens: usize,
+    /// 0 = greedy.
+    pub temperature: f64,
+    pub top_p: f64,
+    /// Prompts generated together.
+    pub batch: usize,
+    pub seed: u64,
+}
+
+impl Default for AnswerOptions {
+    fn default() -> Self {
+        Self {
+            max_new_tokens: 1280,
+            temperature: 0.0,
+            top_p: 1.0,
+            batch: 32,
+            seed: 0,
+        }
+    }
+}
+
+/// One answered prompt.
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+pub struct Answer {
+    pub response: String,
+    /// New tokens (0 when the policy does not report token ids, e.g. a remote server).
+    pub new_tokens: usize,
+    /// The response ended at the token limit rather than at an end-of-sequence token.
+    pub truncated: bool,
+}
+
+/// Receives each batch's answers with their indices into the prompts.
+pub type BatchSink<'a> = dyn FnMut(&[(usize, Answer)]) -> Result<(), TrainError> + 'a;
+
+/// The answers to `prompts`, in order. After every batch `on_batch` gets that batch's answers
+/// with their indices into `prompts` (to save them as they come) and may fail the run.
+pub fn answer_prompts(
+    policy: &mut dyn Policy,
+    prompts: &[String],
+    opts: &AnswerOptions,
+    on_batch: &mut BatchSink<'_>,
+) -> Result<Vec<Answer>, TrainError> {
+    if opts.batch == 0 {
+        return Err(TrainError::Config("batch: must be at least 1".into()));
+    }
+    // Similar lengths together: the prompt's byte length stands in for its token count.
+    let mut order: Vec<usize> = (0..prompts.len()).collect();
+    order.sort_by_key(|&i| (prompts[i].len(), i));
+    let mut out: Vec<Answer> = vec![Answer::default(); prompts.len()];
+    for chunk in order.chunks(opts.batch) {
+        let requests: Vec<GenRequest> = chunk
+            .iter()
+            .map(|&i| GenRequest {
+                messages: vec![ChatMessage::user(prompts[i].clone())],
+                response_prefix: String::new(),
+                params: SamplingParams {
+                    temperature: opts.temperature,
+                    top_p: opts.top_p,
+                    top_k: 0,
+                    max_new_tokens: opts.max_new_tokens,
+                    stop: Vec::new(),
+                    seed: derive(opts.seed, &[i as u64]),
+                    ..SamplingParams::default()
+                },
+            })
+            .collect();
+        let gens = policy.generate(&requests)?;
+        if gens.len() != requests.len() {
+            return Err(TrainError::Policy(format!(
+                "asked for {} responses, got {}",
+                requests.len(),
+                gens.len()
+            )));
+        }
+        let answers: Vec<(usize, Answer)> = chunk
+            .iter()
+            .zip(gens)
+            .map(|(&i, g)| {
+                let n = g.response_ids.len();
+                let answer = Answer {
+                    response: g.text,
+                    new_tokens: n,
+                    truncated: n >= opts.max_new_tokens,
+                };
+                (i, answer)
+            })
+            .collect();
+        on_batch(&answers)?;
+        for (i, a) in answers {
+            out[i] = a;
+        }
+    }
+    Ok(out)
+}
