@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-target/release/quester}
 OUT=${OUT:-runs/herl-instruction}
-TOKENS=${TOKENS:-512}
+TOKENS=${TOKENS:-256}
 export RAYON_NUM_THREADS=${RAYON_NUM_THREADS:-2}
 mkdir -p "$OUT"
 for method in herl grpo; do

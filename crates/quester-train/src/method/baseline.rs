@@ -2,7 +2,7 @@
 //! `eval.num_attempts` independent attempts (no memory), so pass@k compares with LaMer's.
 
 use super::{Common, TrainingMethod};
-use crate::config::{Method, ReflectionType};
+use crate::config::Method;
 use crate::rollout::{RolloutSpec, TrialRequest};
 use quester_algos::AdvantageConfig;
 
@@ -27,9 +27,7 @@ impl TrainingMethod for Baseline {
     }
 
     fn train_spec(&self) -> RolloutSpec {
-        let a = &self.common.cfg.algorithm;
-        self.common
-            .spec(false, a.num_attempts, false, ReflectionType::None)
+        self.common.single_episode_spec(false)
     }
 
     fn eval_requests(&self) -> Vec<TrialRequest> {
@@ -37,8 +35,7 @@ impl TrainingMethod for Baseline {
     }
 
     fn eval_spec(&self) -> RolloutSpec {
-        let n = self.common.cfg.eval.num_attempts;
-        self.common.spec(true, n, false, ReflectionType::None)
+        self.common.single_episode_spec(true)
     }
 
     fn advantage_config(&self) -> AdvantageConfig {

@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use super::{Common, PassContext, TrainingMethod};
-use crate::config::{Method, ReflectionType, TrainConfig};
+use crate::config::{Method, TrainConfig};
 use crate::error::TrainError;
 use crate::policy::{ChatMessage, GenRequest, SamplingParams};
 use crate::prompts::render;
@@ -315,7 +315,7 @@ impl TrainingMethod for Herl {
     }
 
     fn train_spec(&self) -> RolloutSpec {
-        self.common.spec(false, 1, false, ReflectionType::None)
+        self.common.single_episode_spec(false)
     }
 
     fn eval_requests(&self) -> Vec<TrialRequest> {
@@ -323,8 +323,7 @@ impl TrainingMethod for Herl {
     }
 
     fn eval_spec(&self) -> RolloutSpec {
-        let n = self.common.cfg.eval.num_attempts;
-        self.common.spec(true, n, false, ReflectionType::None)
+        self.common.single_episode_spec(true)
     }
 
     fn advantage_config(&self) -> AdvantageConfig {

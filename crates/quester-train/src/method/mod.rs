@@ -243,6 +243,13 @@ impl Common {
         }
     }
 
+    /// Single episodes without memory: one attempt in training, `eval.num_attempts`
+    /// independent ones in evaluation (so pass@k compares with LaMer's).
+    pub fn single_episode_spec(&self, eval: bool) -> RolloutSpec {
+        let n = if eval { self.cfg.eval.num_attempts } else { 1 };
+        self.spec(eval, n, false, ReflectionType::None)
+    }
+
     /// LaMer's trials as `[algorithm]` configures them: `algorithm.num_attempts` in training,
     /// `eval.num_attempts` in evaluation, with the run's reflection and memory settings.
     pub fn trial_spec(&self, eval: bool) -> RolloutSpec {

@@ -331,9 +331,24 @@ impl<'a> Trainer<'a> {
             .output
             .trajectories_per_step
             .min(self.cfg.rollout.tasks_per_step);
-        let traj: Vec<Value> = (0..n)
-            .map(|t| {
-                let i = t * self.cfg.rollout.group_size;
+        // The first trial of each logged task, and every trial of it a method revised (HeRL's
+        // hindsight slot, its logged rewrites), so the browser shows what the method did.
+        let g = self.cfg.rollout.group_size;
+        let logged: Vec<usize> = (0..n)
+            .flat_map(|t| {
+                let trials = &trials;
+                (t * g..((t + 1) * g).min(trials.len())).filter(move |&i| {
+                    i == t * g
+                        || trials[i]
+                            .samples
+                            .iter()
+                            .any(|s| s.role != crate::sample::SampleRole::Policy)
+                })
+            })
+            .collect();
+        let traj: Vec<Value> = logged
+            .into_iter()
+            .map(|i| {
                 let offset: usize = trials[..i].iter().map(metrics::trained_samples).sum();
                 metrics::trajectory_row(
                     step,
