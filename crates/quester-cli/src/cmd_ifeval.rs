@@ -248,6 +248,7 @@ fn generate(
             );
         }
         let text = std::fs::read_to_string(&partial_path)?;
+        let mut kept = String::new();
         for (i, line) in text.lines().enumerate() {
             // A line cut by a kill is dropped; its prompt is answered again.
             let Ok(p) = serde_json::from_str::<Partial>(line) else {
@@ -256,7 +257,13 @@ fn generate(
             };
             if p.index < answers.len() {
                 answers[p.index] = Some(p.answer);
+                kept.push_str(line);
+                kept.push('\n');
             }
+        }
+        // Rewritten without the cut line, so new answers do not append to it.
+        if kept != text {
+            write(&partial_path, kept.as_bytes())?;
         }
     } else {
         write(&settings_path, serde_json::to_string(&settings)?.as_bytes())?;

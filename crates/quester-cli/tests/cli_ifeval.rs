@@ -174,7 +174,7 @@ fn the_default_model_answers_and_a_partial_run_continues() {
     std::fs::write(out.join("responses.partial.jsonl"), format!("{partial}\n")).unwrap();
     std::fs::write(out.join("settings.json"), settings.to_string()).unwrap();
     let mut other = args.to_vec();
-    other[4] = "16";
+    other[5] = "16";
     let e = fails(quester(&other));
     assert!(e.contains("other settings"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
