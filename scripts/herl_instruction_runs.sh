@@ -27,3 +27,12 @@ for method in herl grpo; do
     "$BIN" evaluate ifeval --max-new-tokens "$TOKENS" \
       --checkpoint "$OUT/$method/checkpoints/latest" --out "$OUT/ifeval-$method"
 done
+# The held-out env tasks (split "test") of each policy, one trial per task, for intervals over
+# tasks (the in-training evaluation logs means only).
+for method in base herl grpo; do
+  [ -f "$OUT/eval-$method/eval.json" ] && continue
+  ckpt=()
+  [ "$method" = base ] || ckpt=(--checkpoint "$OUT/$method/checkpoints/latest")
+  "$BIN" evaluate --config configs/herl_instruction_cpu.toml --set eval.tasks=96 "${ckpt[@]}" \
+    --out "$OUT/eval-$method"
+done
