@@ -302,7 +302,7 @@ fn generate(
         .with_context(|| format!("opening {}", partial_path.display()))?;
     let t = Instant::now();
     let (mut done, mut tokens) = (done_before, 0usize);
-    answer_prompts(policy.as_mut(), &texts, &opts, &mut |batch| {
+    let fresh = answer_prompts(policy.as_mut(), &texts, &opts, &mut |batch| {
         let mut buf = Vec::new();
         for (j, a) in batch {
             let line = Partial {
@@ -328,13 +328,8 @@ fn generate(
         Ok(())
     })?;
     pb.finish_and_clear();
-    let text = std::fs::read_to_string(&partial_path)?;
-    for line in text.lines() {
-        if let Ok(p) = serde_json::from_str::<Partial>(line) {
-            if p.index < answers.len() {
-                answers[p.index] = Some(p.answer);
-            }
-        }
+    for (&i, a) in todo.iter().zip(fresh) {
+        answers[i] = Some(a);
     }
     let answers: Vec<Answer> = answers
         .into_iter()

@@ -1,14 +1,9 @@
 //! The environment commands of the `quester` binary, driven as a user would.
 
+mod common;
+use common::quester;
 use std::io::Write;
 use std::process::{Command, Output};
-
-fn quester(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_quester"))
-        .args(args)
-        .output()
-        .expect("run quester")
-}
 
 fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("quester-cli-test-{}", std::process::id()));

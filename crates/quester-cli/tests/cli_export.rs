@@ -2,37 +2,17 @@
 //! tiny-llama fixture, and one on the real default model), exported as PEFT and Hugging Face
 //! directories and checked against the checkpoint they came from.
 
+mod common;
+use common::{fails, ok, quester};
 use quester_model::checkpoint::{load_checkpoint, StFile};
 use quester_model::export::PEFT_PREFIX;
 use quester_model::{LoadedModel, LoraConfig};
 use quester_train::run_dir::RunDir;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 const PROMPT: &str = "<|im_start|>user\nPick an arm.<|im_end|>\n<|im_start|>assistant\n";
 const COMPLETION: &str = "<action>2</action>";
-
-fn quester(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_quester"))
-        .args(args)
-        .output()
-        .expect("run quester")
-}
-
-fn ok(out: Output) -> String {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn fails(out: Output) -> String {
-    assert!(!out.status.success(), "unexpected success");
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
 
 /// A test's own temporary folder, removed when the test ends.
 struct Scratch(PathBuf);

@@ -2,29 +2,9 @@
 //! equal the library's, bad files name their line), and a short generation run with the real
 //! default model that continues a partial run instead of starting over.
 
+mod common;
+use common::{fails, ok, quester};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn quester(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_quester"))
-        .args(args)
-        .output()
-        .expect("run quester")
-}
-
-fn ok(out: Output) -> String {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn fails(out: Output) -> String {
-    assert!(!out.status.success(), "unexpected success");
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
 
 fn scratch(name: &str) -> PathBuf {
     let dir =

@@ -1,13 +1,7 @@
 //! The model commands of the `quester` binary with the real default model (fetched on first use).
 
-use std::process::Command;
-
-fn quester(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_quester"))
-        .args(args)
-        .output()
-        .expect("run quester")
-}
+mod common;
+use common::quester;
 
 #[test]
 fn score_json_tokenises_prompt_and_completion_separately() {

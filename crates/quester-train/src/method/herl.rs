@@ -243,7 +243,6 @@ pub fn bonus(candidate: f64, rewrite: f64, alpha: f64) -> f64 {
 /// What one step's hindsight pass did (the step's metrics row).
 #[derive(Debug, Clone, Default, PartialEq)]
 struct PassStats {
-    groups: usize,
     revised: usize,
     rewrites: usize,
     rewrite_reward: f64,
@@ -347,7 +346,6 @@ impl TrainingMethod for Herl {
                 None => groups.push((t.task_id.clone(), vec![i])),
             }
         }
-        stats.groups = groups.len();
         let mut env = (ctx.make_env)(&toml::Table::new())?;
 
         // The candidates of every group and their hindsight prompts: one batched generation.
@@ -528,7 +526,6 @@ impl TrainingMethod for Herl {
         row.insert("herl/improved_frac".into(), json!(per(s.improved as f64)));
         row.insert("herl/bonus_abs".into(), json!(per(s.bonus_abs)));
         row.insert("herl/copies".into(), json!(s.copies));
-        let _ = s.groups;
     }
 }
 
