@@ -104,6 +104,12 @@ pub trait Env: Send {
     fn history_observation(&self, observation: &str) -> String {
         observation.to_string()
     }
+    /// What the attempt played so far achieved, as a key: two attempts with equal keys reached
+    /// the same outcome (SGE's exploration measure counts distinct keys per task). Coding: the
+    /// set of asserts passed. Defaults to the anchor of the current state (the final board).
+    fn outcome(&self) -> String {
+        self.anchor()
+    }
     /// Whether the current episode is over.
     fn is_done(&self) -> bool;
 }

@@ -1,0 +1,1 @@
+//! Fetching files that ship inside PyPI wheels (skeleton; being written).

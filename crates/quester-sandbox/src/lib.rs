@@ -1,0 +1,1 @@
+//! Sandboxed Python subprocesses (skeleton; being written).
