@@ -50,7 +50,9 @@ pub use loss::{
     TokenObjective,
 };
 pub use outcomes::DistinctOutcomes;
-pub use passk::{pass_at_k, summarize, EvalSummary};
+pub use passk::{
+    pass_at_k, pass_at_k_curve, pass_at_k_unbiased, powers_of_two_up_to, summarize, EvalSummary,
+};
 pub use returns::{
     cross_attempt_returns, differential_rewards, discounted_returns, mage_differential_rewards,
     sample_returns, CrossAttemptReturn, ReturnConfig, TrialReturns,

@@ -6,8 +6,8 @@ use proptest::test_runner::RngSeed;
 use quester_algos::advantage::{gigpo_advantages, grpo_advantages, rloo_advantages};
 use quester_algos::loss::{response_weights, Aggregation};
 use quester_algos::{
-    cross_attempt_returns, differential_rewards, discounted_returns, pass_at_k, CrossAttemptReturn,
-    Normalization, ReturnConfig,
+    cross_attempt_returns, differential_rewards, discounted_returns, pass_at_k, pass_at_k_unbiased,
+    CrossAttemptReturn, Normalization, ReturnConfig,
 };
 
 fn config(cases: u32) -> ProptestConfig {
@@ -142,6 +142,22 @@ proptest! {
             prop_assert!(p[k] >= p[k - 1]);
         }
         prop_assert!(p.iter().all(|x| (0.0..=1.0).contains(x)));
+    }
+
+    #[test]
+    fn unbiased_pass_at_k_is_monotone_in_k_and_c(n in 1usize..40, c in 0usize..40) {
+        let c = c.min(n);
+        for k in 1..=n {
+            let p = pass_at_k_unbiased(n, c, k);
+            prop_assert!((0.0..=1.0).contains(&p));
+            if k > 1 {
+                prop_assert!(p >= pass_at_k_unbiased(n, c, k - 1) - 1e-12);
+            }
+            if c > 0 {
+                prop_assert!(p >= pass_at_k_unbiased(n, c - 1, k) - 1e-12);
+            }
+        }
+        prop_assert!((pass_at_k_unbiased(n, c, 1) - c as f64 / n as f64).abs() < 1e-12);
     }
 
     #[test]

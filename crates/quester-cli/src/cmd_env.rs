@@ -27,7 +27,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub actions: PathBuf,
     /// Each line of the file is a JSON string literal (`"line one\nline two"`), for
-    /// multi-line free-text answers (the `instruction` env).
+    /// multi-line answers (the `instruction` env's text, the `coding` env's code).
     #[arg(long)]
     pub json_strings: bool,
 }

@@ -1,12 +1,13 @@
 //! `quester play ENV`: an environment in the terminal, one typed action per turn.
 
 use anyhow::Context;
-use quester_envs::{make_env, Env, FREE_TEXT_ENVS};
+use quester_envs::{make_env, Env, FREE_TEXT_ENVS, WHOLE_RESPONSE_ENVS};
 use std::io::{BufRead, Write};
 
 #[derive(clap::Args)]
 pub struct PlayArgs {
-    /// Environment name (sokoban, minesweeper, webshop, tictactoe, kuhn, bandit, instruction).
+    /// Environment name (sokoban, minesweeper, webshop, tictactoe, kuhn, bandit, instruction,
+    /// coding).
     pub env: String,
     /// Task seed.
     #[arg(long, default_value_t = 0)]
@@ -30,6 +31,17 @@ pub fn as_response(line: &str) -> String {
         line.to_string()
     } else {
         format!("<action>{}</action>", line.trim())
+    }
+}
+
+/// A typed multi-line answer as a model response: unchanged for envs that score the whole
+/// response, else wrapped in one action tag unless it already has one (code keeps its lines and
+/// indentation).
+pub fn as_free_text_response(env: &str, answer: &str) -> String {
+    if WHOLE_RESPONSE_ENVS.contains(&env) || answer.to_ascii_lowercase().contains("<action>") {
+        answer.to_string()
+    } else {
+        format!("<action>\n{answer}\n</action>")
     }
 }
 
@@ -76,7 +88,8 @@ pub fn run(args: PlayArgs) -> anyhow::Result<()> {
                 answer.push(line);
                 continue;
             }
-            let response = std::mem::take(&mut answer).join("\n");
+            let response =
+                as_free_text_response(env.name(), &std::mem::take(&mut answer).join("\n"));
             total += show_step(&mut out, env.as_mut(), &response, total)?;
             continue;
         }
@@ -109,7 +122,8 @@ pub fn run(args: PlayArgs) -> anyhow::Result<()> {
     }
     // End of input in the middle of a free-text answer sends it.
     if free_text && !answer.is_empty() {
-        show_step(&mut out, env.as_mut(), &answer.join("\n"), total)?;
+        let response = as_free_text_response(env.name(), &answer.join("\n"));
+        show_step(&mut out, env.as_mut(), &response, total)?;
     }
     Ok(())
 }

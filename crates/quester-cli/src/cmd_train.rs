@@ -96,6 +96,8 @@ pub fn evaluate(args: EvaluateArgs) -> anyhow::Result<()> {
     let report = quester_train::evaluate(&cfg, checkpoint.as_deref(), args.out.as_deref())
         .context("evaluation")?;
     println!("{}", serde_json::to_string_pretty(&report)?);
+    // On stderr, so stdout stays one JSON document.
+    eprintln!("{}", report.pass_k_line());
     Ok(())
 }
 

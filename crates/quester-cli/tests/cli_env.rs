@@ -238,3 +238,70 @@ fn run_webshop_purchase_reports_reward_parts() {
         assert_eq!(row["valid"], true, "{row}");
     }
 }
+
+#[test]
+fn play_coding_takes_a_typed_multi_line_function() {
+    use std::process::Stdio;
+    // Seed 4 of the train split is `clamp`. The first answer misses the lower bound, the
+    // second (in a fence) is right; typed code is wrapped in an action tag by `play`.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_quester"))
+        .args(["play", "coding", "--seed", "4"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(
+            b"def clamp(x, low, high):\n    return min(x, high)\n.\n\
+              ```python\ndef clamp(x, low, high):\n    return max(low, min(x, high))\n```\n.\n:quit\n",
+        )
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("def clamp(x, low, high):"), "{text}");
+    assert!(text.contains("passed 4 of 5 tests"), "{text}");
+    assert!(text.contains("assert candidate(-3, 0, 10) == 0"), "{text}");
+    assert!(text.contains("won true"), "{text}");
+}
+
+#[test]
+fn run_coding_replays_json_string_responses() {
+    let answers = [
+        "no tags here",
+        "<action>\ndef clamp(x, low, high):\n    return max(low, min(x, high))\n</action>",
+    ]
+    .map(|a| serde_json::to_string(a).unwrap())
+    .join("\n");
+    let actions = temp_file("coding.jsonl", &answers);
+    let out = quester(&[
+        "env",
+        "run",
+        "coding",
+        "--seed",
+        "4",
+        "--json-strings",
+        "--actions",
+        actions.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows = json_lines(&out);
+    assert_eq!(rows.len(), 3);
+    assert_eq!(rows[1]["valid"], false);
+    assert_eq!(rows[1]["info"]["outcome"], "no_action");
+    assert_eq!(rows[2]["won"], true);
+    assert_eq!(rows[2]["reward"], 1.0);
+    assert_eq!(rows[2]["info"]["passed"], 5);
+}

@@ -7,6 +7,7 @@
 
 pub mod action;
 pub mod bandit;
+pub mod coding;
 pub mod env;
 pub mod instruction;
 pub mod kuhn;
@@ -17,4 +18,4 @@ pub mod tictactoe;
 pub mod webshop;
 
 pub use env::{Env, EnvError, Info, Step};
-pub use registry::{make_env, ENV_NAMES, FREE_TEXT_ENVS};
+pub use registry::{make_env, ENV_NAMES, FREE_TEXT_ENVS, WHOLE_RESPONSE_ENVS};

@@ -11,11 +11,17 @@ pub const ENV_NAMES: &[&str] = &[
     "kuhn",
     "bandit",
     "instruction",
+    "coding",
 ];
 
-/// Envs whose answer is the whole free-text response (no `<action>` tag); a human front end
-/// passes typed text through unchanged and may span several lines.
-pub const FREE_TEXT_ENVS: &[&str] = &["instruction"];
+/// Envs whose answers are free text over several lines (a human front end collects typed lines
+/// as one answer). Those in [`WHOLE_RESPONSE_ENVS`] score the whole response; the others read it
+/// from an `<action>` tag, which the front end adds around typed text that has none.
+pub const FREE_TEXT_ENVS: &[&str] = &["instruction", "coding"];
+
+/// Envs whose answer is the whole response, with no `<action>` tag: a front end passes typed
+/// text through unchanged.
+pub const WHOLE_RESPONSE_ENVS: &[&str] = &["instruction"];
 
 /// Builds the environment `name` from a config table (keys of that env's config struct; unknown
 /// keys are an error that lists the valid ones).
@@ -35,6 +41,7 @@ pub fn make_env(name: &str, config: toml::Table) -> Result<Box<dyn Env>, EnvErro
         "instruction" => Ok(Box::new(crate::instruction::InstructionEnv::from_table(
             config,
         )?)),
+        "coding" => Ok(Box::new(crate::coding::CodingEnv::from_table(config)?)),
         "webshop" => {
             let cfg = quester_config::from_table(config).map_err(|e| config_error(name, e))?;
             Ok(Box::new(crate::webshop::WebShopEnv::new(cfg)?))

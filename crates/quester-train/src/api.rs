@@ -63,6 +63,13 @@ pub fn resume(run_dir: &Path) -> Result<TrainSummary, TrainError> {
     train(&cfg, run_dir, true)
 }
 
+/// One point of a pass@k curve.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PassK {
+    pub k: usize,
+    pub value: f64,
+}
+
 /// What [`evaluate`] reports (also written as eval.json).
 #[derive(Debug, Clone, Serialize)]
 pub struct EvalReport {
@@ -71,6 +78,10 @@ pub struct EvalReport {
     pub tasks: usize,
     pub num_attempts: usize,
     pub pass_at: Vec<f64>,
+    /// Trials per task (n of the pass@k curve).
+    pub samples_per_task: usize,
+    /// The pass@k curve over each task's samples (unbiased estimator), k = 1, 2, 4, ...
+    pub pass_k: Vec<PassK>,
     pub reward_mean: f64,
     /// Per attempt k: mean reward, and win / draw / loss rates, of the trials after attempt k.
     pub reward_at: Vec<f64>,
@@ -79,6 +90,22 @@ pub struct EvalReport {
     pub loss_at: Vec<f64>,
     pub invalid_rate: f64,
     pub seconds: f64,
+}
+
+impl EvalReport {
+    /// The pass@k curve as one line: `pass@k (n=8): k=1 0.125  k=2 0.200  k=4 0.310  k=8 0.400`.
+    pub fn pass_k_line(&self) -> String {
+        let points: Vec<String> = self
+            .pass_k
+            .iter()
+            .map(|p| format!("k={} {:.3}", p.k, p.value))
+            .collect();
+        format!(
+            "pass@k (n={}): {}",
+            self.samples_per_task,
+            points.join("  ")
+        )
+    }
 }
 
 /// Evaluates the policy of `cfg` (with the weights of `checkpoint`, a checkpoint folder, when
@@ -105,6 +132,12 @@ pub fn evaluate(
         tasks: cfg.eval.tasks,
         num_attempts: cfg.eval.num_attempts,
         pass_at: ev.pass_at.clone(),
+        samples_per_task: ev.samples_per_task,
+        pass_k: ev
+            .pass_k
+            .iter()
+            .map(|&(k, value)| PassK { k, value })
+            .collect(),
         reward_mean: ev.reward_mean,
         reward_at: ev.reward_at.clone(),
         win_at: ev.win_at.clone(),

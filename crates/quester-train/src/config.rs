@@ -24,6 +24,8 @@ pub struct TrainConfig {
     pub mage: crate::method::mage::MageConfig,
     /// HeRL's own table (read only when `algorithm.method = "herl"`).
     pub herl: crate::method::herl::HerlConfig,
+    /// SGE's own table (read only when `algorithm.method = "sge"`).
+    pub sge: crate::method::sge::SgeConfig,
 }
 
 /// Which policy is trained.
@@ -94,6 +96,10 @@ pub struct EnvSection {
     pub name: String,
     /// Training tasks use seeds from here upwards.
     pub train_seed_base: u64,
+    /// Training draws its tasks from this many seeds (`train_seed_base ..+ train_pool`), in
+    /// turn, so tasks recur across steps (a fixed training set, as SGE's per-task strategy
+    /// bank needs); 0 = a fresh task at every draw.
+    pub train_pool: usize,
     /// Evaluation tasks use seeds `eval_seed_base .. eval_seed_base + eval.tasks`, disjoint from
     /// training seeds.
     pub eval_seed_base: u64,
@@ -118,12 +124,25 @@ impl Default for EnvSection {
             name: "sokoban".into(),
             settings: toml::Table::new(),
             train_seed_base: 0,
+            train_pool: 0,
             eval_seed_base: 1_000_000_000,
             play_prompt: String::new(),
             reflect_prompt: String::new(),
             play_prefix: String::new(),
             reflect_prefix: String::new(),
         }
+    }
+}
+
+impl EnvSection {
+    /// The seed of the `i`-th training task drawn (0-based, counted over the whole run).
+    pub fn train_task_seed(&self, i: usize) -> u64 {
+        let i = if self.train_pool > 0 {
+            i % self.train_pool
+        } else {
+            i
+        };
+        self.train_seed_base + i as u64
     }
 }
 
@@ -145,6 +164,10 @@ pub enum Method {
     /// Single episodes on rubric rewards plus hindsight rewrites of the best failed answers,
     /// GRPO over the revised group (`[herl]`).
     Herl,
+    /// Strategy-guided exploration: a written strategy before every action, sampled at its
+    /// own temperature, and a per-task bank of earlier strategies to reflect on; GRPO
+    /// advantages (`[sge]`).
+    Sge,
 }
 
 impl Method {
@@ -157,13 +180,14 @@ impl Method {
             Method::Rloo => "rloo",
             Method::Mage => "mage",
             Method::Herl => "herl",
+            Method::Sge => "sge",
         }
     }
 
     /// The advantage estimator the method uses when `algorithm.estimator` is not set.
     pub fn default_estimator(self) -> quester_algos::Estimator {
         match self {
-            Method::Grpo | Method::Herl => quester_algos::Estimator::Grpo,
+            Method::Grpo | Method::Herl | Method::Sge => quester_algos::Estimator::Grpo,
             Method::Rloo => quester_algos::Estimator::Rloo,
             Method::Lamer | Method::Gigpo | Method::Mage => quester_algos::Estimator::Gigpo,
         }
@@ -360,7 +384,8 @@ impl Default for TrainingSection {
     }
 }
 
-/// `[eval]`: periodic and final evaluation (pass@1..num_attempts).
+/// `[eval]`: periodic and final evaluation (pass@1..num_attempts over attempts, and the pass@k
+/// curve over `samples_per_task` trials per task).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct EvalSection {
@@ -372,6 +397,12 @@ pub struct EvalSection {
     pub at_end: bool,
     pub tasks: usize,
     pub num_attempts: usize,
+    /// Trials per evaluation task (n of the pass@k curve), each with its own sampling streams;
+    /// 1 = evaluation exactly as before (sample 0 of every task keeps its old streams).
+    pub samples_per_task: usize,
+    /// The largest k of the pass@k curve (k = 1, 2, 4, ... up to it, and it; the unbiased
+    /// estimator over each task's samples); 0 = `samples_per_task`. At most `samples_per_task`.
+    pub pass_k_max: usize,
     pub temperature: f64,
     pub top_p: f64,
     pub top_k: usize,
@@ -388,11 +419,26 @@ impl Default for EvalSection {
             at_end: true,
             tasks: 128,
             num_attempts: 3,
+            samples_per_task: 1,
+            pass_k_max: 0,
             temperature: 0.7,
             top_p: 0.8,
             top_k: 20,
             env_settings: toml::Table::new(),
         }
+    }
+}
+
+impl EvalSection {
+    /// The ks of the pass@k curve: 1, 2, 4, ... up to `pass_k_max` (0: `samples_per_task`),
+    /// and that maximum itself when it is not a power of two.
+    pub fn pass_ks(&self) -> Vec<usize> {
+        let max = if self.pass_k_max == 0 {
+            self.samples_per_task
+        } else {
+            self.pass_k_max
+        };
+        quester_algos::powers_of_two_up_to(max)
     }
 }
 
@@ -488,6 +534,16 @@ impl TrainConfig {
         if self.eval.num_attempts == 0 {
             return bad("eval.num_attempts", "must be at least 1");
         }
+        if self.eval.samples_per_task == 0 {
+            return bad("eval.samples_per_task", "must be at least 1");
+        }
+        if self.eval.pass_k_max > self.eval.samples_per_task {
+            return Err(TrainError::Config(format!(
+                "eval.pass_k_max: {} is more than eval.samples_per_task = {}; pass@k needs at \
+                 least k samples per task (0 = samples_per_task)",
+                self.eval.pass_k_max, self.eval.samples_per_task
+            )));
+        }
         let t = &self.training;
         if !(0.0..1.0).contains(&t.adam_beta1) || !(0.0..1.0).contains(&t.adam_beta2) {
             return bad("training.adam_beta1/adam_beta2", "must be in [0, 1)");
@@ -538,9 +594,11 @@ impl TrainConfig {
     /// goals or instruction-following constraint combinations from another split.
     fn validate_held_out(&self) -> Result<(), TrainError> {
         let train_lo = self.env.train_seed_base;
-        let train_hi = train_lo.saturating_add(
-            (self.training.steps as u64).saturating_mul(self.rollout.tasks_per_step as u64),
-        );
+        let draws = (self.training.steps as u64).saturating_mul(self.rollout.tasks_per_step as u64);
+        let train_hi = train_lo.saturating_add(match self.env.train_pool {
+            0 => draws,
+            pool => draws.min(pool as u64),
+        });
         let eval_lo = self.env.eval_seed_base;
         let eval_hi = eval_lo.saturating_add(self.eval.tasks as u64);
         if eval_lo < train_hi && train_lo < eval_hi {
@@ -563,6 +621,22 @@ impl TrainConfig {
                      evaluates on \"{eval}\"; held-out evaluation needs env.settings.split = \
                      \"train\" and eval.env_settings.split = \"test\" (constraint combinations \
                      never trained on)"
+                )));
+            }
+        }
+        if self.env.name == "coding" {
+            let split = |t: &toml::Table| {
+                t.get("split")
+                    .and_then(toml::Value::as_str)
+                    .map(str::to_string)
+            };
+            let train = split(&self.env.settings).unwrap_or_else(|| "train".into());
+            let eval = split(&self.eval.env_settings).unwrap_or_else(|| train.clone());
+            if train != "train" || eval == "train" {
+                return Err(TrainError::Config(format!(
+                    "eval.env_settings.split: the coding env trains on split \"{train}\" and \
+                     evaluates on \"{eval}\"; held-out evaluation needs env.settings.split = \
+                     \"train\" and eval.env_settings.split = \"test\" or \"humaneval\""
                 )));
             }
         }

@@ -27,4 +27,4 @@ pub mod openai;
 pub mod report;
 pub mod serve;
 
-pub use api::{evaluate, resume, train, EvalReport};
+pub use api::{evaluate, resume, train, EvalReport, PassK};

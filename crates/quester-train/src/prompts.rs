@@ -50,6 +50,30 @@ const EMBEDDED: &[(&str, &str)] = &[
         "instruction_play",
         include_str!("../../../configs/prompts/instruction_play.txt"),
     ),
+    (
+        "sge_play",
+        include_str!("../../../configs/prompts/sge_play.txt"),
+    ),
+    (
+        "sge_terse_play",
+        include_str!("../../../configs/prompts/sge_terse_play.txt"),
+    ),
+    (
+        "sge_coding_play",
+        include_str!("../../../configs/prompts/sge_coding_play.txt"),
+    ),
+    (
+        "sge_minesweeper_play",
+        include_str!("../../../configs/prompts/sge_minesweeper_play.txt"),
+    ),
+    (
+        "sge_sokoban_play",
+        include_str!("../../../configs/prompts/sge_sokoban_play.txt"),
+    ),
+    (
+        "coding_play",
+        include_str!("../../../configs/prompts/coding_play.txt"),
+    ),
 ];
 
 /// The play and reflection templates of one environment.

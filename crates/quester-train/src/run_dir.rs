@@ -62,6 +62,21 @@ pub struct RunDir {
 const STATE_FILE: &str = "state.json";
 /// The training method's own state (strategy banks, memories), in every checkpoint.
 const METHOD_STATE_FILE: &str = "method_state.json";
+/// The trainer's record of distinct outcomes per task (SGE's exploration measure, kept for
+/// every method).
+const OUTCOMES_FILE: &str = "outcomes.json";
+
+/// The distinct-outcome record saved in checkpoint `dir` (empty when the checkpoint has none:
+/// one written before outcomes were recorded).
+pub fn load_outcomes(dir: &Path) -> Result<quester_algos::DistinctOutcomes, TrainError> {
+    let p = dir.join(OUTCOMES_FILE);
+    if !p.exists() {
+        return Ok(quester_algos::DistinctOutcomes::new());
+    }
+    let text = fs::read_to_string(&p).map_err(|e| TrainError::io(&p, e))?;
+    serde_json::from_str(&text)
+        .map_err(|e| TrainError::Resume(format!("{} is corrupt: {e}", p.display())))
+}
 
 /// The method state saved in checkpoint `dir` (Null when the checkpoint has none: methods
 /// without state, or a checkpoint written before methods had any).
@@ -186,6 +201,7 @@ impl RunDir {
         step: usize,
         policy: &dyn TrainablePolicy,
         method_state: &serde_json::Value,
+        outcomes: &quester_algos::DistinctOutcomes,
         keep: usize,
     ) -> Result<PathBuf, TrainError> {
         let state = CheckpointState {
@@ -210,6 +226,12 @@ impl RunDir {
             io(&mp, f.write_all(text.as_bytes()))?;
             io(&mp, f.sync_all())?;
         }
+        let op = tmp.join(OUTCOMES_FILE);
+        let text =
+            serde_json::to_string(outcomes).map_err(|e| TrainError::Policy(e.to_string()))?;
+        let mut f = io(&op, File::create(&op))?;
+        io(&op, f.write_all(text.as_bytes()))?;
+        io(&op, f.sync_all())?;
         let sp = tmp.join(STATE_FILE);
         let text =
             serde_json::to_string_pretty(&state).map_err(|e| TrainError::Policy(e.to_string()))?;

@@ -120,6 +120,10 @@ pub struct AttemptOutcome {
     pub reward_sum: f64,
     pub turns: usize,
     pub invalid: usize,
+    /// What the attempt achieved, as the env keys it (`Env::outcome`: the final board, the set
+    /// of tests passed); SGE's exploration measure counts distinct keys per task.
+    #[serde(default)]
+    pub outcome: String,
 }
 
 /// A whole trial: its attempts and its samples in generation order.

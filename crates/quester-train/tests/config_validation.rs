@@ -193,3 +193,40 @@ fn herl_keys_are_checked() {
         "eval.env_settings.split",
     );
 }
+
+#[test]
+fn pass_k_needs_enough_samples_per_task() {
+    // Defaults: one sample per task, the curve up to it.
+    let c = preset("lamer_sokoban_cpu.toml", &[]).unwrap();
+    assert_eq!((c.eval.samples_per_task, c.eval.pass_k_max), (1, 0));
+    assert_eq!(c.eval.pass_ks(), vec![1]);
+    refused(
+        "lamer_sokoban_cpu.toml",
+        &["eval.samples_per_task=0"],
+        "eval.samples_per_task",
+    );
+    refused(
+        "lamer_sokoban_cpu.toml",
+        &["eval.samples_per_task=4", "eval.pass_k_max=8"],
+        "eval.pass_k_max",
+    );
+    refused(
+        "lamer_sokoban_cpu.toml",
+        &["eval.pass_k_max=2"],
+        "eval.samples_per_task = 1",
+    );
+    let c = preset(
+        "lamer_sokoban_cpu.toml",
+        &["eval.samples_per_task=8", "eval.pass_k_max=8"],
+    )
+    .unwrap();
+    assert_eq!(c.eval.pass_ks(), vec![1, 2, 4, 8]);
+    let c = preset("lamer_sokoban_cpu.toml", &["eval.samples_per_task=6"]).unwrap();
+    assert_eq!(c.eval.pass_ks(), vec![1, 2, 4, 6]);
+    let c = preset(
+        "lamer_sokoban_cpu.toml",
+        &["eval.samples_per_task=8", "eval.pass_k_max=4"],
+    )
+    .unwrap();
+    assert_eq!(c.eval.pass_ks(), vec![1, 2, 4]);
+}

@@ -102,6 +102,54 @@ fn report_has_plots_summary_and_trajectories() {
     assert!(html.contains("I should try the left arm \\u003cb>next\\u003c/b>"));
 }
 
+/// A run evaluated at start and at the end with 8 samples per task (the pass@k curve), whose
+/// training rows log SGE's cumulative distinct outcomes per task.
+const CURVE_METRICS: &str = r#"{"step": 0, "kind": "eval", "eval_pass@1": 0.1, "eval_samples_per_task": 8, "eval_pass_k@1": 0.125, "eval_pass_k@2": 0.2, "eval_pass_k@4": 0.31, "eval_pass_k@8": 0.4}
+{"step": 1, "kind": "train", "reward_mean": 0.2, "distinct_outcomes": 1.5}
+{"step": 2, "kind": "train", "reward_mean": 0.3, "distinct_outcomes": 2.25, "eval_pass@1": 0.2, "eval_samples_per_task": 8, "eval_pass_k@1": 0.25, "eval_pass_k@2": 0.375, "eval_pass_k@4": 0.5, "eval_pass_k@8": 0.625}
+{"step": 3, "kind": "train", "reward_mean": 0.35, "distinct_outcomes": 2.75}
+{"step": 4, "kind": "train", "reward_mean": 0.4, "distinct_outcomes": 3.0, "eval_pass@1": 0.3, "eval_samples_per_task": 8, "eval_pass_k@1": 0.375, "eval_pass_k@2": 0.5, "eval_pass_k@4": 0.625, "eval_pass_k@8": 0.75}
+"#;
+
+#[test]
+fn pass_k_curve_and_distinct_outcomes_get_their_plots() {
+    let dir = run_dir("pass_k");
+    std::fs::write(dir.join("metrics.jsonl"), CURVE_METRICS).unwrap();
+    let page = write_report(&dir).unwrap();
+    for name in ["pass_k", "distinct_outcomes"] {
+        let (w, h, inked) = png_stats(&dir.join("plots").join(format!("{name}.png")));
+        assert_eq!((w, h), (900, 420), "{name}");
+        assert!(inked > 0.01 && inked < 0.5, "{name}: inked share {inked}");
+    }
+    // The curve's points are not plotted over steps, one plot per k.
+    let plots: Vec<String> = std::fs::read_dir(dir.join("plots"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        !plots
+            .iter()
+            .any(|p| p.contains("pass_k_") || p.contains("samples_per_task")),
+        "{plots:?}"
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    // Base (first eval row) against trained (last), not the middle one.
+    assert!(
+        html.contains("step 0 (base, n=8) vs step 4 (trained, n=8)"),
+        "no pass@k caption"
+    );
+    assert!(html.contains("plot-distinct_outcomes") && html.contains("Distinct outcomes explored"));
+    // Summary cards: both curves.
+    assert!(html.contains("k=1 0.125 \u{b7} k=2 0.200 \u{b7} k=4 0.310 \u{b7} k=8 0.400"));
+    assert!(html.contains("k=8 0.750"));
+
+    // Without the keys, neither plot.
+    let plain = make_run("no_curve");
+    write_report(&plain).unwrap();
+    assert!(!plain.join("plots/pass_k.png").exists());
+    assert!(!plain.join("plots/distinct_outcomes.png").exists());
+}
+
 #[test]
 fn a_directory_without_run_files_is_an_error() {
     let dir = run_dir("empty");

@@ -158,6 +158,10 @@ fn metric_keys_group_into_families() {
     assert_eq!(family_of("grad_norm").0, "optim");
     assert_eq!(family_of("adv_abs_mean").0, "optim");
     assert_eq!(family_of("skipped_updates").0, "updates");
+    assert_eq!(family_of("distinct_outcomes").0, "distinct_outcomes");
+    assert!(quester_train::report::is_curve_key("eval_pass_k@4"));
+    assert!(quester_train::report::is_curve_key("eval_samples_per_task"));
+    assert!(!quester_train::report::is_curve_key("eval_pass@4"));
     assert_eq!(family_of("samples").0, "metric_samples");
     assert_eq!(family_of("weird metric!").0, "metric_weird_metric_");
     let r = rows(vec![

@@ -69,6 +69,7 @@ fn spec(reflection: bool, kind: ReflectionType) -> RolloutSpec {
             ..SamplingParams::default()
         },
         privileged_reflection: false,
+        required_tag: None,
         templates: PromptTemplates::builtin("bandit"),
     }
 }

@@ -10,12 +10,14 @@
 //! | `gigpo`, `grpo`, `rloo` | [`baseline`] | single episodes | the estimator of the name |
 //! | `mage` | [`mage`] | LaMer's, against a pool of opponents | differential rewards, GiGPO mean-only |
 //! | `herl` | [`herl`] | single episodes + hindsight rewrites | GRPO over the revised group |
+//! | `sge` | [`sge`] | single episodes, strategy first, banked strategies in the prompt | GRPO |
 
 pub mod baseline;
 pub mod herl;
 pub mod lamer;
 pub mod mage;
 pub mod opponents;
+pub mod sge;
 
 use serde_json::{Map, Value};
 
@@ -107,6 +109,7 @@ pub fn build(
         Method::Gigpo | Method::Grpo | Method::Rloo => Box::new(baseline::Baseline::new(common)),
         Method::Mage => Box::new(mage::Mage::new(common)?),
         Method::Herl => Box::new(herl::Herl::new(common)?),
+        Method::Sge => Box::new(sge::Sge::new(common)?),
     })
 }
 
@@ -140,6 +143,9 @@ pub fn validate(cfg: &TrainConfig) -> Result<(), TrainError> {
     if m == Method::Herl {
         herl::validate(cfg)?;
     }
+    if m == Method::Sge {
+        sge::validate(cfg)?;
+    }
     Ok(())
 }
 
@@ -159,7 +165,7 @@ impl Common {
         let seed = self.cfg.training.seed;
         let mut out = Vec::with_capacity(r.tasks_per_step * r.group_size);
         for t in 0..r.tasks_per_step {
-            let task_seed = self.cfg.env.train_seed_base + (step * r.tasks_per_step + t) as u64;
+            let task_seed = self.cfg.env.train_task_seed(step * r.tasks_per_step + t);
             for trial in 0..r.group_size {
                 out.push(TrialRequest::new(
                     format!("s{step}t{t}"),
@@ -177,7 +183,10 @@ impl Common {
     }
 
     /// `eval.tasks` held-out tasks (seeds from `env.eval_seed_base`, `eval.env_settings`
-    /// merged over the env's), one trial each.
+    /// merged over the env's) x `eval.samples_per_task` trials, task by task. Sample 0 of a task
+    /// is trial 0 with the sampling streams evaluation always had (so `samples_per_task = 1` is
+    /// the old evaluation exactly); sample j >= 1 is trial j with streams of its own (j added
+    /// to the derive path).
     pub fn eval_requests(&self) -> Vec<TrialRequest> {
         let c = &self.cfg;
         let opponent = c
@@ -187,16 +196,24 @@ impl Common {
             .and_then(toml::Value::as_str)
             .unwrap_or_default()
             .to_string();
+        let n = c.eval.samples_per_task.max(1);
         (0..c.eval.tasks)
-            .map(|i| TrialRequest {
-                opponent: opponent.clone(),
-                env_settings: c.eval.env_settings.clone(),
-                ..TrialRequest::new(
-                    format!("eval{i}"),
-                    c.env.eval_seed_base + i as u64,
-                    0,
-                    derive(c.training.seed, &[purpose::EVAL_GEN, i as u64]),
-                )
+            .flat_map(|i| (0..n).map(move |j| (i, j)))
+            .map(|(i, j)| {
+                let mut path = vec![purpose::EVAL_GEN, i as u64];
+                if j > 0 {
+                    path.push(j as u64);
+                }
+                TrialRequest {
+                    opponent: opponent.clone(),
+                    env_settings: c.eval.env_settings.clone(),
+                    ..TrialRequest::new(
+                        format!("eval{i}"),
+                        c.env.eval_seed_base + i as u64,
+                        j,
+                        derive(c.training.seed, &path),
+                    )
+                }
             })
             .collect()
     }
@@ -239,6 +256,7 @@ impl Common {
             play_sampling: self.sampling(eval, &r.play_stop),
             reflect_sampling: self.sampling(eval, &r.reflect_stop),
             privileged_reflection: false,
+            required_tag: None,
             templates: self.templates.clone(),
         }
     }

@@ -35,7 +35,9 @@ pub fn family_of(key: &str) -> (String, String) {
         .unwrap_or(&last)
         .to_string();
     let is = |prefixes: &[&str]| prefixes.iter().any(|p| leaf.starts_with(p));
-    let known = if is(&["pass@", "success", "won", "win_rate", "solved"]) {
+    let known = if is(&["distinct_outcomes"]) {
+        Some(("distinct_outcomes", "Distinct outcomes explored"))
+    } else if is(&["pass@", "success", "won", "win_rate", "solved"]) {
         Some(("success", "Success and pass@k"))
     } else if is(&["reward", "return", "score"]) {
         Some(("reward", "Reward"))
@@ -101,12 +103,16 @@ pub fn x_label(rows: &[Map<String, Value>]) -> &'static str {
         .unwrap_or("row")
 }
 
-/// Every key with at least one finite number, grouped into families (sorted by id).
+/// Every key with at least one finite number, grouped into families (sorted by id). The pass@k
+/// curve's keys are left out: they are drawn against k, not over steps (`super::passk`).
 pub fn families(rows: &[Map<String, Value>]) -> Vec<Family> {
     let mut groups: BTreeMap<String, Family> = BTreeMap::new();
     for row in rows {
         for (key, value) in row {
-            if X_KEYS.contains(&key.as_str()) || SKIP_KEYS.contains(&key.as_str()) {
+            if X_KEYS.contains(&key.as_str())
+                || SKIP_KEYS.contains(&key.as_str())
+                || super::passk::is_curve_key(key)
+            {
                 continue;
             }
             if !value.as_f64().is_some_and(f64::is_finite) {

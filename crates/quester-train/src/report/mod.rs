@@ -6,6 +6,7 @@ mod error;
 mod families;
 mod html;
 mod jsonl;
+mod passk;
 mod plot;
 mod summary;
 mod trajectories;
@@ -19,13 +20,16 @@ pub use error::ReportError;
 pub use families::{families, family_of, series, Family};
 pub use html::{escape, fill};
 pub use jsonl::{read_jsonl, JsonlRows};
-pub use plot::{encode_png, render_png};
+pub use passk::{base_and_trained, curve_of, is_curve_key, Curve, PASS_K_PREFIX};
+pub use plot::{encode_png, log2_tick, render_png, render_png_with};
 pub use trajectories::{build_trials, AttemptView, TrialView, TurnView};
 
 /// Name of the report page inside the run directory.
 pub const REPORT_FILE: &str = "report.html";
 /// Folder (inside the run directory) holding the PNG plots.
 pub const PLOTS_DIR: &str = "plots";
+/// Name (without `.png`) of the pass@k curve plot.
+pub const PASS_K_PLOT: &str = "pass_k";
 
 /// Most trials put in the browser (the latest steps are kept).
 const MAX_TRIALS: usize = 2_000;
@@ -53,7 +57,8 @@ pub fn write_report(run_dir: &Path) -> Result<PathBuf, ReportError> {
     let x_label = families::x_label(&metrics.rows);
     let mut figures = String::new();
     let fams = families(&metrics.rows);
-    if !fams.is_empty() {
+    let curves = base_and_trained(&metrics.rows);
+    if !fams.is_empty() || !curves.is_empty() {
         std::fs::create_dir_all(&plots_dir).map_err(|e| ReportError::io(&plots_dir, e))?;
     }
     for family in &fams {
@@ -70,6 +75,25 @@ pub fn write_report(run_dir: &Path) -> Result<PathBuf, ReportError> {
             title = escape(&family.title),
             data = base64::engine::general_purpose::STANDARD.encode(&png),
             keys = escape(&family.keys.join(", ")),
+        ));
+    }
+    if !curves.is_empty() {
+        let lines: Vec<(String, Vec<(f64, f64)>)> = curves
+            .iter()
+            .map(|c| (c.label(), c.log2_points()))
+            .collect();
+        let png = render_png_with(
+            "pass@k (unbiased, over samples per task)",
+            "k (log2 scale)",
+            &lines,
+            Some(&log2_tick),
+        )?;
+        write_atomic(&plots_dir.join(format!("{PASS_K_PLOT}.png")), &png)?;
+        let labels: Vec<String> = lines.iter().map(|l| l.0.clone()).collect();
+        figures.push_str(&format!(
+            "<figure id=\"plot-{PASS_K_PLOT}\"><img alt=\"pass@k\" src=\"data:image/png;base64,{data}\"><figcaption>{PASS_K_PREFIX}k: {labels} \u{2014} {PLOTS_DIR}/{PASS_K_PLOT}.png</figcaption></figure>\n",
+            data = base64::engine::general_purpose::STANDARD.encode(&png),
+            labels = escape(&labels.join(" vs ")),
         ));
     }
     if figures.is_empty() {

@@ -92,6 +92,25 @@ pub fn render_png(
     x_label: &str,
     series: &[(String, Vec<(f64, f64)>)],
 ) -> Result<Vec<u8>, ReportError> {
+    render_png_with(title, x_label, series, None)
+}
+
+/// The tick label of a log2 axis: k = 2^x at whole x, nothing between.
+pub fn log2_tick(x: &f64) -> String {
+    if (x - x.round()).abs() < 1e-9 && (0.0..63.0).contains(&x.round()) {
+        format!("{}", 1u64 << x.round() as u32)
+    } else {
+        String::new()
+    }
+}
+
+/// [`render_png`] with the x tick labels written by `x_ticks` (default: the numbers).
+pub fn render_png_with(
+    title: &str,
+    x_label: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+    x_ticks: Option<&dyn Fn(&f64) -> String>,
+) -> Result<Vec<u8>, ReportError> {
     register_font();
     let err = |message: String| ReportError::Plot {
         family: title.to_string(),
@@ -110,14 +129,15 @@ pub fn render_png(
             .y_label_area_size(64)
             .build_cartesian_2d(x0..x1, y0..y1)
             .map_err(|e| err(e.to_string()))?;
-        chart
-            .configure_mesh()
-            .x_desc(x_label)
+        let mut mesh = chart.configure_mesh();
+        mesh.x_desc(x_label)
             .label_style((FONT, 14))
             .axis_desc_style((FONT, 15))
-            .light_line_style(RGBColor(235, 235, 235))
-            .draw()
-            .map_err(|e| err(e.to_string()))?;
+            .light_line_style(RGBColor(235, 235, 235));
+        if let Some(f) = x_ticks {
+            mesh.x_label_formatter(f);
+        }
+        mesh.draw().map_err(|e| err(e.to_string()))?;
         for (i, (name, points)) in series.iter().enumerate() {
             let color = Palette99::pick(i).to_rgba();
             chart

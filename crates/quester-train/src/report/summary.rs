@@ -28,7 +28,8 @@ fn fmt(x: f64) -> String {
     }
 }
 
-/// Cards: rows logged, final and best value of each success / reward metric, trajectory outcomes.
+/// Cards: rows logged, final and best value of each success / reward metric, the pass@k curves
+/// (first and last evaluation), trajectory outcomes.
 pub fn cards(rows: &[Map<String, Value>], trials: &[TrialView]) -> String {
     let mut out = String::new();
     let last_x = rows
@@ -67,6 +68,26 @@ pub fn cards(rows: &[Map<String, Value>], trials: &[TrialView]) -> String {
             &key,
             &fmt(last.1),
             &format!("final; best {} at step {}{first}", fmt(best.1), fmt(best.0)),
+        ));
+    }
+    // The pass@k curves (base and trained): the largest k's value, the whole curve as a note.
+    for c in super::passk::base_and_trained(rows) {
+        let Some(&(k_max, top)) = c.points.last() else {
+            continue;
+        };
+        let note: Vec<String> = c
+            .points
+            .iter()
+            .map(|&(k, y)| format!("k={k} {y:.3}"))
+            .collect();
+        out.push_str(&card(
+            &format!(
+                "{}{k_max} \u{2014} {}",
+                super::passk::PASS_K_PREFIX,
+                c.label()
+            ),
+            &format!("{top:.3}"),
+            &format!("pass@k: {}", note.join(" \u{b7} ")),
         ));
     }
     if !trials.is_empty() {

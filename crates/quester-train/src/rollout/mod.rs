@@ -39,6 +39,9 @@ pub struct RolloutSpec {
     /// Reflections see the env's privileged information about the attempt just played (MAGE,
     /// training only: the opponent's Kuhn card); never set in evaluation.
     pub privileged_reflection: bool,
+    /// A tag every play response must fill before its action (SGE's `strategy`): a response
+    /// without a non-empty `<tag>...</tag>` is stepped as an invalid action. None: no such rule.
+    pub required_tag: Option<String>,
     pub templates: PromptTemplates,
 }
 
@@ -55,6 +58,13 @@ pub struct TrialRequest {
     pub opponent: String,
     /// Env settings of this trial, merged over the run's (opponent, seat).
     pub env_settings: toml::Table,
+    /// Text a method adds to every play prompt of this trial (SGE's banked strategies): the
+    /// template's `{guidance}`, or appended at the end when the template has no such
+    /// placeholder. Empty: nothing.
+    pub guidance: String,
+    /// The temperature this trial's play responses start at, overriding the spec's (SGE's
+    /// per-rollout strategy temperatures); a temperature switch in the spec still applies.
+    pub play_temperature: Option<f64>,
 }
 
 impl TrialRequest {
@@ -67,6 +77,8 @@ impl TrialRequest {
             gen_seed,
             opponent: String::new(),
             env_settings: toml::Table::new(),
+            guidance: String::new(),
+            play_temperature: None,
         }
     }
 }
@@ -147,7 +159,8 @@ impl Running {
                 );
                 let history =
                     recent_turns(&self.current, spec.history_window, spec.full_observations);
-                render(
+                let guidance = self.req.guidance.as_str();
+                let mut text = render(
                     &spec.templates.play,
                     &[
                         ("rules", &rules),
@@ -159,8 +172,14 @@ impl Running {
                         ("num_attempts", &num_attempts),
                         ("turn", &(self.turn + 1).to_string()),
                         ("max_turns", &self.max_turns.to_string()),
+                        ("guidance", guidance),
                     ],
-                )
+                );
+                if !guidance.is_empty() && !spec.templates.play.contains("{guidance}") {
+                    text.push_str("\n\n");
+                    text.push_str(guidance);
+                }
+                text
             }
         }
     }
@@ -176,6 +195,7 @@ impl Running {
             reward_sum: self.reward_sum,
             turns: self.current.len(),
             invalid: self.invalid,
+            outcome: self.env.outcome(),
         });
         self.records.push(AttemptRecord {
             turns: std::mem::take(&mut self.current),
@@ -263,6 +283,10 @@ pub fn run_trials(
                 Phase::Reflect => (&spec.templates.reflect_prefix, &spec.reflect_sampling),
                 _ => (&spec.templates.play_prefix, &spec.play_sampling),
             };
+            let temperature = match (r.phase, r.req.play_temperature) {
+                (Phase::Play, Some(t)) => t,
+                _ => sampling.temperature,
+            };
             r.pending_anchor = match r.phase {
                 Phase::Reflect => REFLECT_ANCHOR.to_string(),
                 _ if r.req.opponent.is_empty() => r.env.anchor(),
@@ -273,6 +297,7 @@ pub fn run_trials(
                 response_prefix: prefix.clone(),
                 params: SamplingParams {
                     seed: derive(r.req.gen_seed, &[r.generations]),
+                    temperature,
                     ..sampling.clone()
                 },
             });
@@ -333,7 +358,17 @@ pub fn run_trials(
                 r.phase = Phase::Play;
                 continue;
             }
-            let step = r.env.step(&sample.response);
+            // A response without its required segment is an invalid action: the env sees no
+            // action at all, so its own invalid-action rule (message, wasted turn) applies.
+            let missing_tag = spec.required_tag.as_deref().is_some_and(|tag| {
+                quester_envs::action::extract_tag(&sample.response, tag)
+                    .is_none_or(|t| t.trim().is_empty())
+            });
+            let step = if missing_tag {
+                r.env.step("")
+            } else {
+                r.env.step(&sample.response)
+            };
             sample.reward = step.reward;
             sample.valid = step.valid;
             sample.won = step.done && step.won;

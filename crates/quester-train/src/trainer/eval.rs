@@ -1,5 +1,9 @@
-//! Evaluation: one trial per held-out task, pass@1..k over attempts, and per attempt the mean
-//! reward and the win / draw / loss rates (a frozen, won trial counts its last played attempt).
+//! Evaluation: `eval.samples_per_task` trials per held-out task, pass@1..k over attempts, and
+//! per attempt the mean reward and the win / draw / loss rates (a frozen, won trial counts its
+//! last played attempt), all averaged over trials; and the pass@k curve over each task's
+//! samples (the unbiased estimator, a trial counting as correct when won in any attempt).
+
+use std::collections::BTreeMap;
 
 use crate::config::TrainConfig;
 use crate::error::TrainError;
@@ -12,8 +16,13 @@ use crate::sample::{SampleKind, Trial};
 /// The outcome of an evaluation.
 #[derive(Debug, Clone)]
 pub struct EvalResult {
-    /// pass@k for k = 1..=eval.num_attempts.
+    /// pass@k for k = 1..=eval.num_attempts (over attempts, the share of trials).
     pub pass_at: Vec<f64>,
+    /// Trials per task (n of the curve; the most any task had).
+    pub samples_per_task: usize,
+    /// The pass@k curve over samples: (k, mean over tasks of the unbiased estimate from the
+    /// task's n trials, c of them won in any attempt), for the ks of `eval.pass_ks()`.
+    pub pass_k: Vec<(usize, f64)>,
     /// Mean reward sum of an attempt.
     pub reward_mean: f64,
     /// Per attempt k: the mean reward of the trials as they stand after attempt k.
@@ -38,7 +47,11 @@ pub fn evaluate_with(
     let spec = method.eval_spec();
     let requests = method.eval_requests();
     let trials = run_trials(policy, make_env, &requests, &spec, None)?;
-    Ok(summarize(trials, cfg.eval.num_attempts))
+    Ok(summarize(
+        trials,
+        cfg.eval.num_attempts,
+        &cfg.eval.pass_ks(),
+    ))
 }
 
 /// [`evaluate_with`] the method of `cfg`.
@@ -57,8 +70,27 @@ fn mean(xs: impl Iterator<Item = f64>) -> f64 {
     s / n.max(1) as f64
 }
 
-/// The figures of a set of evaluation trials.
-pub fn summarize(trials: Vec<Trial>, num_attempts: usize) -> EvalResult {
+/// Per task (trials grouped by `task_seed`, in seed order): (n trials, c of them won in any
+/// attempt).
+pub fn per_task_wins(trials: &[Trial]) -> Vec<(usize, usize)> {
+    let mut by_task: BTreeMap<u64, (usize, usize)> = BTreeMap::new();
+    for t in trials {
+        let e = by_task.entry(t.task_seed).or_default();
+        e.0 += 1;
+        e.1 += usize::from(t.attempts.iter().any(|a| a.won));
+    }
+    by_task.into_values().collect()
+}
+
+/// The figures of a set of evaluation trials; `pass_ks` are the ks of the pass@k curve.
+pub fn summarize(trials: Vec<Trial>, num_attempts: usize, pass_ks: &[usize]) -> EvalResult {
+    let per_task = per_task_wins(&trials);
+    let samples_per_task = per_task.iter().map(|&(n, _)| n).max().unwrap_or(0);
+    let pass_k = pass_ks
+        .iter()
+        .copied()
+        .zip(quester_algos::pass_at_k_curve(&per_task, pass_ks))
+        .collect();
     let wins: Vec<Vec<bool>> = trials
         .iter()
         .map(|t| t.attempts.iter().map(|a| a.won).collect())
@@ -86,6 +118,8 @@ pub fn summarize(trials: Vec<Trial>, num_attempts: usize) -> EvalResult {
     }));
     EvalResult {
         pass_at,
+        samples_per_task,
+        pass_k,
         reward_mean,
         reward_at,
         win_at,

@@ -127,6 +127,23 @@ pub fn add_eval(row: &mut Map<String, Value>, ev: &EvalResult) {
         row.insert(format!("eval_loss@{}", k + 1), json!(l));
     }
     row.insert("eval_invalid_rate".into(), json!(ev.invalid_rate));
+    row.insert(SAMPLES_PER_TASK_KEY.into(), json!(ev.samples_per_task));
+    for (k, p) in &ev.pass_k {
+        row.insert(pass_k_key(*k), json!(p));
+    }
+}
+
+/// The prefix of the pass@k-curve keys of an evaluation row (`eval_pass_k@4`: the unbiased
+/// pass@4 over `eval_samples_per_task` samples per task; `eval_pass@4` is pass@4 over
+/// attempts).
+pub const PASS_K_PREFIX: &str = "eval_pass_k@";
+
+/// The key of the curve's n (trials per task) in an evaluation row.
+pub const SAMPLES_PER_TASK_KEY: &str = "eval_samples_per_task";
+
+/// The metrics key of the curve's value at `k`.
+pub fn pass_k_key(k: usize) -> String {
+    format!("{PASS_K_PREFIX}{k}")
 }
 
 /// The samples of a trial that enter the update.

@@ -43,6 +43,8 @@ pub struct Trainer<'a> {
     method: Box<dyn TrainingMethod + 'a>,
     run: RunDir,
     step: usize,
+    /// Distinct outcomes per training task so far (saved in checkpoints).
+    outcomes: quester_algos::DistinctOutcomes,
     /// Checkpoints kept on disk.
     pub keep_checkpoints: usize,
     /// Stop after this many steps in this process (tests simulate an interruption).
@@ -77,6 +79,7 @@ impl<'a> Trainer<'a> {
         cfg.validate()?;
         let run = RunDir::new(run_dir);
         let mut step = 0;
+        let mut outcomes = quester_algos::DistinctOutcomes::new();
         let text = cfg.to_toml()?;
         if resume && run.config_path().exists() {
             let saved = std::fs::read_to_string(run.config_path())
@@ -91,6 +94,7 @@ impl<'a> Trainer<'a> {
                 Some((dir, state)) => {
                     policy.load(&dir)?;
                     method.restore(&crate::run_dir::load_method_state(&dir)?)?;
+                    outcomes = crate::run_dir::load_outcomes(&dir)?;
                     run.truncate_to(&state)?;
                     step = state.step;
                     tracing::info!(step, "resumed from {}", dir.display());
@@ -123,6 +127,7 @@ impl<'a> Trainer<'a> {
             method,
             run,
             step,
+            outcomes,
             keep_checkpoints: 2,
             stop_after: None,
         })
@@ -201,6 +206,7 @@ impl<'a> Trainer<'a> {
                     self.step,
                     self.policy.as_ref(),
                     &self.method.state(),
+                    &self.outcomes,
                     self.keep_checkpoints,
                 )?;
             }
@@ -298,6 +304,19 @@ impl<'a> Trainer<'a> {
             self.cfg.algorithm.num_attempts,
         );
         metrics::add_per_opponent(&mut row, &trials);
+        let new_outcomes = trials
+            .iter()
+            .flat_map(|t| {
+                let task = t.task_seed.to_string();
+                t.attempts.iter().map(move |a| (task.clone(), a))
+            })
+            .filter(|(task, a)| self.outcomes.record(task, &a.outcome))
+            .count();
+        row.insert(
+            "distinct_outcomes".into(),
+            json!(self.outcomes.mean_per_task()),
+        );
+        row.insert("new_outcomes".into(), json!(new_outcomes));
         self.method.train_metrics(&trials, &mut row);
         row.insert("skipped_updates".into(), json!(skipped));
         if !kls.is_empty() {
