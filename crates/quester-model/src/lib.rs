@@ -29,7 +29,7 @@ pub mod score;
 
 pub use generate::{
     generate, generate_with, FinishReason, GenerationOutput, GenerationRequest, SamplingParams,
-    TemperatureSwitch,
+    Scaffold, TemperatureSwitch,
 };
 pub use score::{score, ScoreOutput};
 

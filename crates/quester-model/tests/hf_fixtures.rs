@@ -4,7 +4,7 @@
 
 use candle_core::{Device, Tensor};
 use quester_model::generate::{
-    generate, FinishReason, GenerationRequest, SamplingParams, TemperatureSwitch,
+    generate, FinishReason, GenerationRequest, SamplingParams, Scaffold, TemperatureSwitch,
 };
 use quester_model::{load_hf_dir, score, ChatMessage};
 use std::path::PathBuf;
@@ -250,6 +250,77 @@ fn temperature_switches_after_marker() {
             out.temperatures
         );
     }
+}
+
+#[test]
+fn a_scaffold_forces_its_text_at_the_token_limit_or_after_the_marker() {
+    let m = tiny();
+    let prompt_ids = m.tokenizer.encode("go").unwrap();
+    let forced = m.tokenizer.encode("<<end>> then").unwrap();
+    let run = |scaffold: Scaffold, max_new: usize| {
+        generate(
+            &m.model,
+            &m.tokenizer,
+            &[GenerationRequest {
+                prompt_ids: prompt_ids.clone(),
+                params: SamplingParams {
+                    temperature: 1.0,
+                    max_new_tokens: max_new,
+                    seed: 5,
+                    ignore_eos: true,
+                    scaffold: Some(scaffold),
+                    ..Default::default()
+                },
+            }],
+        )
+        .unwrap()
+        .remove(0)
+    };
+    // No marker within 3 tokens: the marker and the text are forced from token 3 on.
+    let out = run(
+        Scaffold {
+            marker: "<<end>>".into(),
+            text: " then".into(),
+            max_tokens: 3,
+        },
+        3 + forced.len() + 2,
+    );
+    assert_eq!(&out.token_ids[3..3 + forced.len()], forced.as_slice());
+    assert!(out.temperatures[3..3 + forced.len()]
+        .iter()
+        .all(|&t| t == 0.0));
+    assert!(out.temperatures[..3].iter().all(|&t| t == 1.0));
+    // Forced tokens carry the untempered model's log-probs, as scoring gives them.
+    let mut ids = prompt_ids.clone();
+    ids.extend_from_slice(&out.token_ids[..3]);
+    let lp = quester_model::score::score_ids(&m.model, &ids, &forced).unwrap();
+    for (a, b) in lp.iter().zip(&out.logprobs[3..3 + forced.len()]) {
+        assert!((a - b).abs() < 1e-3, "{lp:?} vs {:?}", out.logprobs);
+    }
+    assert!(out.text.contains("<<end>> then"), "{}", out.text);
+    // A marker the model writes itself: the text follows right after it, once.
+    let free = run(
+        Scaffold {
+            marker: "<<never>>".into(),
+            text: String::new(),
+            max_tokens: 0,
+        },
+        4,
+    );
+    let marker = m.tokenizer.decode(&free.token_ids[..1]).unwrap();
+    let then = m.tokenizer.encode("!!").unwrap();
+    let out = run(
+        Scaffold {
+            marker,
+            text: "!!".into(),
+            max_tokens: 0,
+        },
+        1 + then.len() + 3,
+    );
+    assert_eq!(out.token_ids[0], free.token_ids[0], "the same first draw");
+    assert_eq!(&out.token_ids[1..1 + then.len()], then.as_slice());
+    assert_eq!(out.temperatures[1], 0.0);
+    assert!(out.temperatures[1 + then.len()..].iter().all(|&t| t == 1.0));
 }
 
 #[test]

@@ -9,7 +9,7 @@ pub mod params;
 pub mod sampler;
 
 pub use params::{
-    FinishReason, GenerationOutput, GenerationRequest, SamplingParams, TemperatureSwitch,
+    FinishReason, GenerationOutput, GenerationRequest, SamplingParams, Scaffold, TemperatureSwitch,
 };
 
 use crate::error::{ModelError, Result};
@@ -26,6 +26,9 @@ struct SeqState {
     rng: ChaCha8Rng,
     temperature: f64,
     switched: bool,
+    /// Scaffold tokens still to force, in order, and whether the scaffold has fired.
+    forced: std::collections::VecDeque<u32>,
+    scaffolded: bool,
     ids: Vec<u32>,
     logprobs: Vec<f32>,
     temperatures: Vec<f32>,
@@ -117,6 +120,8 @@ fn run(
             rng: ChaCha8Rng::seed_from_u64(r.params.seed),
             temperature: r.params.temperature,
             switched: false,
+            forced: std::collections::VecDeque::new(),
+            scaffolded: false,
             ids: Vec::new(),
             logprobs: Vec::new(),
             temperatures: Vec::new(),
@@ -130,6 +135,22 @@ fn run(
     if max_new == 0 {
         return finish_all(tokenizer, states);
     }
+    // Per request: the scaffold's tokens when the marker is forced too, and after it.
+    let scaffolds: Vec<Option<(Vec<u32>, Vec<u32>)>> = requests
+        .iter()
+        .map(|r| {
+            r.params
+                .scaffold
+                .as_ref()
+                .map(|sc| {
+                    Ok::<_, ModelError>((
+                        tokenizer.encode(&format!("{}{}", sc.marker, sc.text))?,
+                        tokenizer.encode(&sc.text)?,
+                    ))
+                })
+                .transpose()
+        })
+        .collect::<Result<_>>()?;
     let own;
     let packed = match weights {
         Weights::Pack => {
@@ -190,7 +211,29 @@ fn run(
                 return;
             }
             let p = &requests[s.request].params;
+            if let Some(tok) = s.forced.pop_front() {
+                // Not sampled: no RNG draw, so the sampled tokens after it keep their stream.
+                s.ids.push(tok);
+                s.logprobs.push(sampler::logprob(&lg[*row], tok));
+                s.temperatures.push(0.0);
+                return;
+            }
             let (tok, lp) = sampler::sample(&lg[*row], s.temperature, p, &mut s.rng);
+            if let Some((with_marker, _)) = scaffolds[s.request]
+                .as_ref()
+                .filter(|_| !s.scaffolded && !p.ignore_eos && eos.contains(&tok))
+            {
+                // The response was about to end before its scaffold: the marker and the text
+                // take the place of the end-of-sequence token.
+                s.forced.extend(with_marker.iter().copied());
+                s.scaffolded = true;
+                if let Some(f) = s.forced.pop_front() {
+                    s.ids.push(f);
+                    s.logprobs.push(sampler::logprob(&lg[*row], f));
+                    s.temperatures.push(0.0);
+                    return;
+                }
+            }
             s.ids.push(tok);
             s.logprobs.push(lp);
             s.temperatures.push(s.temperature as f32);
@@ -208,8 +251,22 @@ fn run(
                 s.finish = Some(FinishReason::Eos);
                 continue;
             }
-            if !p.stop.is_empty() || (p.temperature_switch.is_some() && !s.switched) {
+            let scaffold_due = p.scaffold.is_some() && !s.scaffolded;
+            if !p.stop.is_empty() || (p.temperature_switch.is_some() && !s.switched) || scaffold_due
+            {
                 let text = tokenizer.decode(&s.ids)?;
+                if let (Some(sc), Some((with_marker, after))) = (
+                    p.scaffold.as_ref().filter(|_| scaffold_due),
+                    scaffolds[s.request].as_ref(),
+                ) {
+                    if text.contains(&sc.marker) {
+                        s.forced.extend(after.iter().copied());
+                        s.scaffolded = true;
+                    } else if sc.max_tokens > 0 && s.ids.len() >= sc.max_tokens {
+                        s.forced.extend(with_marker.iter().copied());
+                        s.scaffolded = true;
+                    }
+                }
                 if let Some(stop) = p
                     .stop
                     .iter()
@@ -225,6 +282,7 @@ fn run(
                     }
                 }
             }
+            // The cache holds max_new_tokens: forced tokens past it are dropped.
             if s.ids.len() >= p.max_new_tokens {
                 s.finish = Some(FinishReason::Length);
             }

@@ -13,6 +13,23 @@ pub struct TemperatureSwitch {
     pub temperature: f64,
 }
 
+/// Text forced into a response at a fixed point, not sampled: right after `marker` appears,
+/// or, when `max_tokens` tokens pass without it or the model ends its response before it,
+/// `marker` and `text` both (in place of the end-of-sequence token). SGE closes its
+/// strategy segment this way (`</strategy>` then `\n<action>\n`), so a small model that would
+/// ramble on always reaches its action. Forced tokens are recorded at temperature 0 with the
+/// untempered model's log-probability of each.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scaffold {
+    /// Text whose appearance triggers `text`.
+    pub marker: String,
+    /// Text forced right after the marker.
+    pub text: String,
+    /// Tokens after which the marker itself is forced (0: never).
+    pub max_tokens: usize,
+}
+
 /// Sampling settings of one sequence.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -29,6 +46,8 @@ pub struct SamplingParams {
     pub stop: Vec<String>,
     /// Optional temperature change inside the response.
     pub temperature_switch: Option<TemperatureSwitch>,
+    /// Optional forced text inside the response.
+    pub scaffold: Option<Scaffold>,
     /// Seed of this sequence's own RNG (ChaCha8).
     pub seed: u64,
     /// Keep generating after EOS (benchmarks only).
@@ -44,6 +63,7 @@ impl Default for SamplingParams {
             max_new_tokens: 256,
             stop: Vec::new(),
             temperature_switch: None,
+            scaffold: None,
             seed: 0,
             ignore_eos: false,
         }

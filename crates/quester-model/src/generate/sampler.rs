@@ -8,6 +8,20 @@ use rand_chacha::ChaCha8Rng;
 /// reach the requested mass.
 const NUCLEUS_PREFIX: usize = 1024;
 
+/// The untempered log-probability of `token` under `logits` (0 for an empty row).
+pub fn logprob(logits: &[f32], token: u32) -> f32 {
+    let Some(&x) = logits.get(token as usize) else {
+        return 0.0;
+    };
+    let m = logits.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b)) as f64;
+    let lse = m + logits
+        .iter()
+        .map(|&v| (v as f64 - m).exp())
+        .sum::<f64>()
+        .ln();
+    (x as f64 - lse) as f32
+}
+
 /// Samples a token at `temperature` from `logits`; returns the token and its log-probability
 /// under the distribution sampled from.
 pub fn sample(

@@ -80,7 +80,7 @@ pub fn leftovers(execution: &Execution) -> Vec<Proc> {
 }
 
 /// Asserts that nothing of the run is left: with a pid namespace not even a zombie, without
-/// one nothing running (zombies reparented to an init that does not reap are not ours to reap).
+/// one nothing running (zombies reparented to the host's init are its to reap, not ours).
 pub fn assert_nothing_left(sb: &Sandbox, execution: &Execution) {
     let strict = sb.protections().pid_namespace;
     let deadline = Instant::now() + Duration::from_secs(2);

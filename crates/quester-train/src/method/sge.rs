@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use super::{Common, TrainingMethod};
 use crate::config::{Method, TrainConfig};
 use crate::error::TrainError;
-use crate::policy::TemperatureSwitch;
+use crate::policy::{Scaffold, TemperatureSwitch};
 use crate::prompts::render;
 use crate::rollout::{RolloutSpec, TrialRequest};
 use crate::sample::{SampleKind, SampleRole, Trial};
@@ -76,6 +76,13 @@ pub struct SgeConfig {
     pub shown: usize,
     /// Strategies longer than this many characters are cut before banking.
     pub max_strategy_chars: usize,
+    /// Text forced right after the strategy's closing tag (e.g. `"\n<action>\n"`), so the
+    /// response always goes on to its action; empty = none (the paper's single free response).
+    /// Training and evaluation both decode this way: it is part of SGE's response format.
+    pub after_strategy: String,
+    /// With `after_strategy` set: the closing tag itself is forced after this many tokens
+    /// without it (0 = never).
+    pub max_strategy_tokens: usize,
     /// Prompt of a negative reflection (placeholder `{strategies}`).
     pub negative_template: String,
     /// Prompt of a positive reflection (placeholder `{strategies}`).
@@ -94,6 +101,8 @@ impl Default for SgeConfig {
             bank_size: 8,
             shown: 3,
             max_strategy_chars: 300,
+            after_strategy: String::new(),
+            max_strategy_tokens: 0,
             negative_template: NEGATIVE_TEMPLATE.into(),
             positive_template: POSITIVE_TEMPLATE.into(),
         }
@@ -157,6 +166,12 @@ pub fn validate(cfg: &TrainConfig) -> Result<(), TrainError> {
                 "must be at least 1 when sge.reflection_share > 0",
             );
         }
+    }
+    if s.max_strategy_tokens > 0 && s.max_strategy_tokens >= cfg.model.max_response_tokens {
+        return bad(
+            "sge.max_strategy_tokens",
+            "must be below model.max_response_tokens (the action needs room after the strategy)",
+        );
     }
     for (key, t) in [
         ("sge.negative_template", &s.negative_template),
@@ -270,6 +285,13 @@ impl Sge {
     fn spec(&self, eval: bool) -> RolloutSpec {
         let s = &self.common.cfg.sge;
         let mut spec = self.common.single_episode_spec(eval);
+        if !s.after_strategy.is_empty() {
+            spec.play_sampling.scaffold = Some(Scaffold {
+                marker: format!("</{}>", s.strategy_tag),
+                text: s.after_strategy.clone(),
+                max_tokens: s.max_strategy_tokens,
+            });
+        }
         if !eval {
             spec.play_sampling.temperature = s.strategy_temperature;
             spec.play_sampling.temperature_switch = Some(TemperatureSwitch {

@@ -39,7 +39,7 @@ impl ChatMessage {
 /// token limit, stop strings, an optional temperature switch inside the response, and the seed
 /// of the request's own sampling stream, so a response does not depend on what else is in the
 /// batch). Every request carries its own, so a method can mix temperatures inside a group.
-pub use quester_model::{SamplingParams, TemperatureSwitch};
+pub use quester_model::{SamplingParams, Scaffold, TemperatureSwitch};
 
 /// One generation request: a conversation, a forced response opening and how to sample.
 #[derive(Debug, Clone, PartialEq)]
