@@ -272,7 +272,14 @@ fn no_network() {
              print('refused', e.errno)\n"
     );
     let execution = program(&sb, &source, b"");
-    assert!(execution.stdout.starts_with("refused"), "{execution:?}");
+    let p = sb.protections();
+    if p.network_namespace || p.landlock_net {
+        assert!(execution.stdout.starts_with("refused"), "{execution:?}");
+    } else {
+        // Only the Python guard stood in the way, and it was bypassed on purpose: this
+        // machine offers no kernel layer against it (docs/sandbox.md says so).
+        eprintln!("no network namespace and no Landlock TCP here: {p}");
+    }
     match listener.accept() {
         Err(e) if e.kind() == ErrorKind::WouldBlock => {}
         other => panic!("the listener accepted something: {other:?}"),

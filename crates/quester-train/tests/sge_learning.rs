@@ -320,3 +320,71 @@ fn the_bank_survives_a_checkpoint_and_a_resumed_run_matches() {
         "identical metrics, reflected shares and distinct outcomes included"
     );
 }
+
+/// The native engine on quester-model's tiny random Llama: the strategy segment is drawn at
+/// its own temperature, the scaffold's tokens are forced (temperature 0), the rest at the
+/// action temperature, every token's temperature recorded; per-rollout strategy temperatures
+/// start each trial of a group at its own.
+#[test]
+fn the_strategy_segment_is_sampled_at_its_own_temperature_token_by_token() {
+    let tmp = tempfile::tempdir().unwrap();
+    let level = level_file(tmp.path());
+    let mut cfg = config("sge", 2, &level, 1);
+    cfg.model.kind = quester_train::config::PolicyKind::Native;
+    cfg.model.path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../quester-model/tests/fixtures/tiny-llama")
+        .display()
+        .to_string();
+    cfg.model.lora_rank = 4;
+    cfg.model.max_response_tokens = 24;
+    cfg.rollout.max_turns = 1;
+    cfg.rollout.group_size = 4;
+    cfg.sge.strategy_temperature = 1.3;
+    cfg.sge.action_temperature = 0.6;
+    cfg.sge.after_strategy = "\n<action>\n".into();
+    cfg.sge.max_strategy_tokens = 6;
+    let mut policy = build_policy(&cfg).unwrap();
+    let factory = env_factory(&cfg);
+    let run = |cfg: &TrainConfig, policy: &mut Box<dyn quester_train::policy::TrainablePolicy>| {
+        let templates = PromptTemplates::from_config(cfg).unwrap();
+        let sge = Sge::new(Common {
+            cfg: cfg.clone(),
+            templates,
+        })
+        .unwrap();
+        run_trials(
+            policy.as_mut(),
+            &*factory,
+            &sge.train_requests(0),
+            &sge.train_spec(),
+            None,
+        )
+        .unwrap()
+    };
+    let trials = run(&cfg, &mut policy);
+    let forced_text = "</strategy>\n<action>\n";
+    for t in &trials {
+        let s = &t.samples[0];
+        let temps = &s.temperatures;
+        assert_eq!(temps.len(), s.response_ids.len());
+        let first_forced = temps.iter().position(|&x| x == 0.0).expect("a forced close");
+        assert!(first_forced <= 6, "forced by token 6 at the latest: {temps:?}");
+        assert!(temps[..first_forced].iter().all(|&x| x == 1.3), "{temps:?}");
+        let forced_end = first_forced
+            + temps[first_forced..]
+                .iter()
+                .take_while(|&&x| x == 0.0)
+                .count();
+        assert!(temps[forced_end..].iter().all(|&x| x == 0.6), "{temps:?}");
+        if forced_end < temps.len() {
+            // The whole scaffold went in before the first token at the action temperature.
+            assert!(s.response.contains(forced_text), "{:?}", s.response);
+        }
+    }
+    // Per-rollout strategy temperatures: trial i starts at entry i mod 2.
+    cfg.sge.group_strategy_temperatures = vec![0.9, 1.5];
+    for t in run(&cfg, &mut policy) {
+        let want = [0.9, 1.5][t.trial % 2];
+        assert_eq!(t.samples[0].temperatures[0], want, "trial {}", t.trial);
+    }
+}
