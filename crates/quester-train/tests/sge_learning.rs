@@ -367,8 +367,14 @@ fn the_strategy_segment_is_sampled_at_its_own_temperature_token_by_token() {
         let s = &t.samples[0];
         let temps = &s.temperatures;
         assert_eq!(temps.len(), s.response_ids.len());
-        let first_forced = temps.iter().position(|&x| x == 0.0).expect("a forced close");
-        assert!(first_forced <= 6, "forced by token 6 at the latest: {temps:?}");
+        let first_forced = temps
+            .iter()
+            .position(|&x| x == 0.0)
+            .expect("a forced close");
+        assert!(
+            first_forced <= 6,
+            "forced by token 6 at the latest: {temps:?}"
+        );
         assert!(temps[..first_forced].iter().all(|&x| x == 1.3), "{temps:?}");
         let forced_end = first_forced
             + temps[first_forced..]
