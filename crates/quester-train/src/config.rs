@@ -607,12 +607,13 @@ impl TrainConfig {
                  seeds {train_lo}..{train_hi}; evaluation must use held-out tasks"
             )));
         }
+        // An env's `split` setting in a settings table (None: the env's default).
+        let split = |t: &toml::Table| {
+            t.get("split")
+                .and_then(toml::Value::as_str)
+                .map(str::to_string)
+        };
         if self.env.name == "instruction" {
-            let split = |t: &toml::Table| {
-                t.get("split")
-                    .and_then(toml::Value::as_str)
-                    .map(str::to_string)
-            };
             let train = split(&self.env.settings).unwrap_or_else(|| "train".into());
             let eval = split(&self.eval.env_settings).unwrap_or_else(|| train.clone());
             if train != "train" || eval != "test" {
@@ -625,11 +626,6 @@ impl TrainConfig {
             }
         }
         if self.env.name == "coding" {
-            let split = |t: &toml::Table| {
-                t.get("split")
-                    .and_then(toml::Value::as_str)
-                    .map(str::to_string)
-            };
             let train = split(&self.env.settings).unwrap_or_else(|| "train".into());
             let eval = split(&self.eval.env_settings).unwrap_or_else(|| train.clone());
             if train != "train" || eval == "train" {
@@ -641,11 +637,6 @@ impl TrainConfig {
             }
         }
         if self.env.name == "webshop" {
-            let split = |t: &toml::Table| {
-                t.get("split")
-                    .and_then(toml::Value::as_str)
-                    .map(str::to_string)
-            };
             let has_goal = |t: &toml::Table| t.contains_key("goal");
             let train = split(&self.env.settings).unwrap_or_else(|| "train".into());
             let eval = split(&self.eval.env_settings).unwrap_or_else(|| train.clone());

@@ -78,6 +78,20 @@ struct Task {
     won: bool,
 }
 
+impl Task {
+    /// Problem `index` before its first submission.
+    fn fresh(index: usize) -> Task {
+        Task {
+            index,
+            turns: 0,
+            latest: None,
+            notice: None,
+            done: false,
+            won: false,
+        }
+    }
+}
+
 /// Python function completion against hidden tests (see `docs/envs/coding.md`).
 pub struct CodingEnv {
     config: CodingConfig,
@@ -299,14 +313,7 @@ impl Env for CodingEnv {
 
     fn reset(&mut self, seed: u64) -> Result<String, EnvError> {
         let index = (seed % self.problems.len() as u64) as usize;
-        self.task = Some(Task {
-            index,
-            turns: 0,
-            latest: None,
-            notice: None,
-            done: false,
-            won: false,
-        });
+        self.task = Some(Task::fresh(index));
         Ok(self.observation())
     }
 
@@ -314,14 +321,7 @@ impl Env for CodingEnv {
         let task = self.task.as_mut().ok_or_else(|| EnvError::NotReset {
             env: "coding".into(),
         })?;
-        *task = Task {
-            index: task.index,
-            turns: 0,
-            latest: None,
-            notice: None,
-            done: false,
-            won: false,
-        };
+        *task = Task::fresh(task.index);
         Ok(self.observation())
     }
 

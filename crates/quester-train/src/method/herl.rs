@@ -87,19 +87,7 @@ impl Default for HerlConfig {
 /// Checks `[herl]` against the rest of the config; the error names the key.
 pub fn validate(cfg: &TrainConfig) -> Result<(), TrainError> {
     let bad = |key: &str, why: &str| Err(TrainError::Config(format!("{key}: {why}")));
-    let a = &cfg.algorithm;
-    if a.num_attempts != 1 {
-        return bad(
-            "algorithm.num_attempts",
-            "method \"herl\" trains single episodes (1)",
-        );
-    }
-    if let Some(e) = a.estimator.filter(|&e| e != quester_algos::Estimator::Grpo) {
-        return Err(TrainError::Config(format!(
-            "algorithm.estimator = {e:?}: method \"herl\" computes GRPO advantages over the \
-             revised group; remove algorithm.estimator"
-        )));
-    }
+    super::validate_single_episode_grpo(cfg, "herl")?;
     let h = &cfg.herl;
     if !(h.alpha.is_finite() && h.alpha >= 0.0) {
         return bad("herl.alpha", "must be finite and >= 0");

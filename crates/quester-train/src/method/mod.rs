@@ -149,6 +149,24 @@ pub fn validate(cfg: &TrainConfig) -> Result<(), TrainError> {
     Ok(())
 }
 
+/// The checks every single-episode GRPO method (HeRL, SGE) makes: one attempt, and no other
+/// estimator; the error names the key and the method.
+pub fn validate_single_episode_grpo(cfg: &TrainConfig, method: &str) -> Result<(), TrainError> {
+    let a = &cfg.algorithm;
+    if a.num_attempts != 1 {
+        return Err(TrainError::Config(format!(
+            "algorithm.num_attempts: method \"{method}\" trains single episodes (1)"
+        )));
+    }
+    if let Some(e) = a.estimator.filter(|&e| e != quester_algos::Estimator::Grpo) {
+        return Err(TrainError::Config(format!(
+            "algorithm.estimator = {e:?}: method \"{method}\" computes GRPO advantages; remove \
+             algorithm.estimator"
+        )));
+    }
+    Ok(())
+}
+
 /// What every method is built from.
 #[derive(Debug, Clone)]
 pub struct Common {

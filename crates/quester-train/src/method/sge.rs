@@ -112,19 +112,7 @@ impl Default for SgeConfig {
 /// Checks `[sge]` against the rest of the config; the error names the key.
 pub fn validate(cfg: &TrainConfig) -> Result<(), TrainError> {
     let bad = |key: &str, why: &str| Err(TrainError::Config(format!("{key}: {why}")));
-    let a = &cfg.algorithm;
-    if a.num_attempts != 1 {
-        return bad(
-            "algorithm.num_attempts",
-            "method \"sge\" trains single episodes (1)",
-        );
-    }
-    if let Some(e) = a.estimator.filter(|&e| e != quester_algos::Estimator::Grpo) {
-        return Err(TrainError::Config(format!(
-            "algorithm.estimator = {e:?}: method \"sge\" computes GRPO advantages; remove \
-             algorithm.estimator"
-        )));
-    }
+    super::validate_single_episode_grpo(cfg, "sge")?;
     let s = &cfg.sge;
     let tag_ok = !s.strategy_tag.is_empty()
         && s.strategy_tag
