@@ -134,7 +134,7 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
 }
 
 /// The run directory and checkpoint folder `source` names.
-fn locate(source: &Path) -> anyhow::Result<(RunDir, PathBuf)> {
+pub(crate) fn locate(source: &Path) -> anyhow::Result<(RunDir, PathBuf)> {
     if !source.exists() {
         bail!("{} does not exist", source.display());
     }

@@ -3,6 +3,7 @@
 mod cmd_env;
 mod cmd_export;
 mod cmd_ifeval;
+mod cmd_memory;
 mod cmd_model;
 mod cmd_play;
 mod cmd_serve;
@@ -47,6 +48,8 @@ enum Command {
     Export(cmd_export::ExportArgs),
     /// Serve a policy over the OpenAI-compatible chat-completions API.
     Serve(cmd_serve::ServeArgs),
+    /// Show an EMPO2 run's tip memory (from its newest checkpoint).
+    Memory(cmd_memory::MemoryArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -61,6 +64,7 @@ fn main() -> std::process::ExitCode {
         Command::Generate(args) => cmd_model::generate_cmd(args),
         Command::Score(args) => cmd_model::score_cmd(args),
         Command::Train(args) => cmd_train::train(args),
+        Command::Memory(args) => cmd_memory::run(args),
         Command::Evaluate(args) => cmd_train::evaluate(args),
         Command::Report(args) => cmd_train::report(args),
         Command::Export(args) => cmd_export::export(args),

@@ -13,6 +13,7 @@ pub mod instruction;
 pub mod kuhn;
 pub mod minesweeper;
 pub mod registry;
+pub mod scienceworld;
 pub mod sokoban;
 pub mod tictactoe;
 pub mod webshop;

@@ -12,6 +12,7 @@ pub const ENV_NAMES: &[&str] = &[
     "bandit",
     "instruction",
     "coding",
+    "scienceworld",
 ];
 
 /// Envs whose answers are free text over several lines (a human front end collects typed lines
@@ -42,6 +43,9 @@ pub fn make_env(name: &str, config: toml::Table) -> Result<Box<dyn Env>, EnvErro
             config,
         )?)),
         "coding" => Ok(Box::new(crate::coding::CodingEnv::from_table(config)?)),
+        "scienceworld" => Ok(Box::new(crate::scienceworld::ScienceWorldEnv::from_table(
+            config,
+        )?)),
         "webshop" => {
             let cfg = quester_config::from_table(config).map_err(|e| config_error(name, e))?;
             Ok(Box::new(crate::webshop::WebShopEnv::new(cfg)?))

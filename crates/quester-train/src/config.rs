@@ -26,6 +26,8 @@ pub struct TrainConfig {
     pub herl: crate::method::herl::HerlConfig,
     /// SGE's own table (read only when `algorithm.method = "sge"`).
     pub sge: crate::method::sge::SgeConfig,
+    /// EMPO2's own table (read only when `algorithm.method = "empo2"`).
+    pub empo2: crate::method::empo2::Empo2Config,
 }
 
 /// Which policy is trained.
@@ -168,6 +170,10 @@ pub enum Method {
     /// own temperature, and a per-task bank of earlier strategies to reflect on; GRPO
     /// advantages (`[sge]`).
     Sge,
+    /// A memory of tips written after every episode and retrieved by state similarity;
+    /// steps on-policy with tips, off-policy (rolled out with tips, trained without) or plain;
+    /// GRPO over rollout scores (`[empo2]`).
+    Empo2,
 }
 
 impl Method {
@@ -181,13 +187,16 @@ impl Method {
             Method::Mage => "mage",
             Method::Herl => "herl",
             Method::Sge => "sge",
+            Method::Empo2 => "empo2",
         }
     }
 
     /// The advantage estimator the method uses when `algorithm.estimator` is not set.
     pub fn default_estimator(self) -> quester_algos::Estimator {
         match self {
-            Method::Grpo | Method::Herl | Method::Sge => quester_algos::Estimator::Grpo,
+            Method::Grpo | Method::Herl | Method::Sge | Method::Empo2 => {
+                quester_algos::Estimator::Grpo
+            }
             Method::Rloo => quester_algos::Estimator::Rloo,
             Method::Lamer | Method::Gigpo | Method::Mage => quester_algos::Estimator::Gigpo,
         }

@@ -20,6 +20,15 @@ pub enum TrainError {
     Corrupt { path: String, message: String },
     #[error("resume: {0}")]
     Resume(String),
+    /// Boxed: the embedder's error is large, and every `Result` of the crate carries this type.
+    #[error("sentence embeddings: {0}")]
+    Embed(#[source] Box<quester_embed::EmbedError>),
+}
+
+impl From<quester_embed::EmbedError> for TrainError {
+    fn from(e: quester_embed::EmbedError) -> Self {
+        TrainError::Embed(Box::new(e))
+    }
 }
 
 impl TrainError {

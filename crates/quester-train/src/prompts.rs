@@ -23,6 +23,10 @@ const EMBEDDED: &[(&str, &str)] = &[
         include_str!("../../../configs/prompts/bandit_reflect.txt"),
     ),
     (
+        "scienceworld_terse_play",
+        include_str!("../../../configs/prompts/scienceworld_terse_play.txt"),
+    ),
+    (
         "sokoban_terse_play",
         include_str!("../../../configs/prompts/sokoban_terse_play.txt"),
     ),

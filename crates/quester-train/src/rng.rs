@@ -25,6 +25,9 @@ pub mod purpose {
     pub const SEATS: u64 = 6;
     /// HeRL's rewrites and the slot each group's hindsight sample takes.
     pub const HINDSIGHT: u64 = 7;
+    /// EMPO2's per-step mode draw and its tips.
+    pub const EMPO2_MODE: u64 = 8;
+    pub const EMPO2_TIP: u64 = 9;
 }
 
 #[cfg(test)]

@@ -29,9 +29,9 @@ fn every_preset_parses_and_validates() {
         n += 1;
     }
     assert_eq!(
-        n, 48,
+        n, 56,
         "lamer/gigpo/grpo x sokoban/minesweeper/bandit/webshop x cpu/paper, \
-         mage/lamer/gigpo x kuhn/tictactoe x cpu/paper, herl/grpo x instruction x cpu/paper, sge x sokoban/minesweeper x cpu/paper, sge/grpo x coding x cpu/paper"
+         mage/lamer/gigpo x kuhn/tictactoe x cpu/paper, herl/grpo x instruction x cpu/paper, sge x sokoban/minesweeper x cpu/paper, sge/grpo x coding x cpu/paper, empo2 x scienceworld/webshop/minesweeper x cpu/paper, grpo x scienceworld x cpu/paper"
     );
 }
 

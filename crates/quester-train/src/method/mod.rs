@@ -11,8 +11,10 @@
 //! | `mage` | [`mage`] | LaMer's, against a pool of opponents | differential rewards, GiGPO mean-only |
 //! | `herl` | [`herl`] | single episodes + hindsight rewrites | GRPO over the revised group |
 //! | `sge` | [`sge`] | single episodes, strategy first, banked strategies in the prompt | GRPO |
+//! | `empo2` | [`empo2`] | single episodes, retrieved tips in some steps' prompts | GRPO over rollouts |
 
 pub mod baseline;
+pub mod empo2;
 pub mod herl;
 pub mod lamer;
 pub mod mage;
@@ -26,7 +28,7 @@ use crate::error::TrainError;
 use crate::policy::{ChatMessage, Policy, SamplingParams};
 use crate::prompts::PromptTemplates;
 use crate::rng::{derive, purpose};
-use crate::rollout::{EnvFactory, RolloutSpec, TrialRequest};
+use crate::rollout::{EnvFactory, RolloutSpec, TrialRequest, TurnContext};
 use crate::sample::{Sample, Trial};
 use quester_algos::AdvantageConfig;
 
@@ -47,6 +49,23 @@ pub trait TrainingMethod {
 
     /// How evaluation trials are played.
     fn eval_spec(&self) -> RolloutSpec;
+
+    /// Whether training step `step` appends text to play prompts turn by turn
+    /// ([`TrainingMethod::turn_guidance`]).
+    fn guides_turns(&self, _step: usize) -> bool {
+        false
+    }
+
+    /// The text appended to each training play prompt of a generation round (EMPO2's
+    /// retrieved tips), one per prompt; called only when [`TrainingMethod::guides_turns`]
+    /// says so, never in evaluation.
+    fn turn_guidance(
+        &self,
+        _step: usize,
+        turns: &[TurnContext<'_>],
+    ) -> Result<Vec<String>, TrainError> {
+        Ok(vec![String::new(); turns.len()])
+    }
 
     /// Generation passes after the step's trials are played and before rewards are shaped
     /// (HeRL's hindsight rewrites). A method may re-reward samples (`score_bonus`), add logged
@@ -110,6 +129,7 @@ pub fn build(
         Method::Mage => Box::new(mage::Mage::new(common)?),
         Method::Herl => Box::new(herl::Herl::new(common)?),
         Method::Sge => Box::new(sge::Sge::new(common)?),
+        Method::Empo2 => Box::new(empo2::Empo2::new(common)?),
     })
 }
 
@@ -145,6 +165,9 @@ pub fn validate(cfg: &TrainConfig) -> Result<(), TrainError> {
     }
     if m == Method::Sge {
         sge::validate(cfg)?;
+    }
+    if m == Method::Empo2 {
+        empo2::validate(cfg)?;
     }
     Ok(())
 }

@@ -33,6 +33,12 @@ impl ChatMessage {
             content: content.into(),
         }
     }
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Self {
+            role: "assistant".into(),
+            content: content.into(),
+        }
+    }
 }
 
 /// Sampling settings of one request: quester-model's own type (temperature, top-p, top-k,

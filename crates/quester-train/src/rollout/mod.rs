@@ -87,6 +87,22 @@ impl TrialRequest {
 /// none).
 pub type EnvFactory<'a> = dyn Fn(&toml::Table) -> Result<Box<dyn Env>, EnvError> + 'a;
 
+/// A play prompt about to be sampled, as a [`TurnHook`] sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct TurnContext<'a> {
+    pub request: &'a TrialRequest,
+    /// 0-based attempt and turn of the response to come.
+    pub attempt: usize,
+    pub turn: usize,
+    /// The prompt as rendered, before the hook's text.
+    pub prompt: &'a str,
+}
+
+/// Text a method appends to play prompts, decided turn by turn from the prompt itself
+/// (EMPO2's retrieved tips): called once per generation round with every play prompt of the
+/// round, it returns one text per prompt (empty: nothing added).
+pub type TurnHook<'a> = dyn Fn(&[TurnContext<'_>]) -> Result<Vec<String>, TrainError> + 'a;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
     Play,
@@ -237,6 +253,18 @@ pub fn run_trials(
     spec: &RolloutSpec,
     progress: Option<&ProgressBar>,
 ) -> Result<Vec<Trial>, TrainError> {
+    run_trials_with(policy, make_env, requests, spec, progress, None)
+}
+
+/// [`run_trials`] with a [`TurnHook`] that may append text to every play prompt.
+pub fn run_trials_with(
+    policy: &mut dyn Policy,
+    make_env: &EnvFactory<'_>,
+    requests: &[TrialRequest],
+    spec: &RolloutSpec,
+    progress: Option<&ProgressBar>,
+    hook: Option<&TurnHook<'_>>,
+) -> Result<Vec<Trial>, TrainError> {
     let mut running = Vec::with_capacity(requests.len());
     for req in requests {
         let mut env = make_env(&req.env_settings)?;
@@ -274,11 +302,39 @@ pub fn run_trials(
         if active.is_empty() {
             break;
         }
+        let mut rendered: Vec<String> = active.iter().map(|&i| running[i].prompt(spec)).collect();
+        if let Some(hook) = hook {
+            let plays: Vec<usize> = (0..active.len())
+                .filter(|&k| running[active[k]].phase == Phase::Play)
+                .collect();
+            let turns: Vec<TurnContext<'_>> = plays
+                .iter()
+                .map(|&k| {
+                    let r = &running[active[k]];
+                    TurnContext {
+                        request: &r.req,
+                        attempt: r.attempt,
+                        turn: r.turn,
+                        prompt: &rendered[k],
+                    }
+                })
+                .collect();
+            let added = hook(&turns)?;
+            if added.len() != plays.len() {
+                return Err(TrainError::Policy(format!(
+                    "a turn hook returned {} texts for {} prompts",
+                    added.len(),
+                    plays.len()
+                )));
+            }
+            for (&k, text) in plays.iter().zip(added) {
+                rendered[k].push_str(&text);
+            }
+        }
         let mut batch = Vec::with_capacity(active.len());
         let mut prompts = Vec::with_capacity(active.len());
-        for &i in &active {
+        for (&i, prompt) in active.iter().zip(rendered) {
             let r = &mut running[i];
-            let prompt = r.prompt(spec);
             let (prefix, sampling) = match r.phase {
                 Phase::Reflect => (&spec.templates.reflect_prefix, &spec.reflect_sampling),
                 _ => (&spec.templates.play_prefix, &spec.play_sampling),

@@ -12,14 +12,14 @@ use serde_json::{json, Map, Value};
 use std::path::Path;
 use std::time::Instant;
 
-use crate::behaviour::{old_source, OldSource};
+use crate::behaviour::old_logprobs;
 use crate::config::TrainConfig;
 use crate::error::TrainError;
 use crate::method::{PassContext, TrainingMethod};
 use crate::policy::{TrainSeq, TrainablePolicy, UpdateStats};
 use crate::prompts::PromptTemplates;
 use crate::rng::{derive, purpose};
-use crate::rollout::{run_trials, EnvFactory};
+use crate::rollout::{run_trials_with, EnvFactory, TurnContext, TurnHook};
 use crate::run_dir::RunDir;
 use crate::sample::Sample;
 use crate::scoring;
@@ -244,12 +244,16 @@ impl<'a> Trainer<'a> {
         let t_start = Instant::now();
         let requests = self.method.train_requests(step);
         let spec = self.method.train_spec();
-        let mut trials = run_trials(
+        let method = &self.method;
+        let hook = |turns: &[TurnContext<'_>]| method.turn_guidance(step, turns);
+        let hook: Option<&TurnHook<'_>> = method.guides_turns(step).then_some(&hook);
+        let mut trials = run_trials_with(
             self.policy.as_mut(),
             &*self.make_env,
             &requests,
             &spec,
             None,
+            hook,
         )?;
         let t_rollout = t_start.elapsed().as_secs_f64();
 
@@ -392,50 +396,6 @@ impl<'a> Trainer<'a> {
         Ok(())
     }
 
-    /// The ratio's denominators of every sample (see `crate::behaviour`): the recorded
-    /// log-probs where they are the current policy's or the sample keeps its behaviour ones,
-    /// else one scoring pass of the current weights in the training context, before any update.
-    /// Also says which samples' old log-probs are the current ones until the first update.
-    fn old_logprobs(
-        &mut self,
-        samples: &[Sample],
-    ) -> Result<(Vec<Vec<f64>>, Vec<bool>), TrainError> {
-        let sources: Vec<OldSource> = samples.iter().map(old_source).collect();
-        let mut old: Vec<Vec<f64>> = samples
-            .iter()
-            .map(|s| s.logprobs.iter().map(|&x| f64::from(x)).collect())
-            .collect();
-        let rescore: Vec<usize> = (0..samples.len())
-            .filter(|&i| sources[i] == OldSource::Rescore)
-            .collect();
-        for chunk in rescore.chunks(self.cfg.training.mini_batch) {
-            let seqs: Vec<TrainSeq<'_>> = chunk.iter().map(|&i| train_seq(&samples[i])).collect();
-            let scored = self.policy.score(&seqs)?;
-            if scored.len() != chunk.len() {
-                return Err(TrainError::Policy(format!(
-                    "rescoring {} responses returned {}",
-                    chunk.len(),
-                    scored.len()
-                )));
-            }
-            for (&i, lp) in chunk.iter().zip(scored) {
-                old[i] = lp;
-            }
-        }
-        if !rescore.is_empty() {
-            tracing::debug!(
-                rescored = rescore.len(),
-                of = samples.len(),
-                "behaviour log-probs rescored (tempered / truncated sampling or another context)"
-            );
-        }
-        let current = sources
-            .iter()
-            .map(|&s| s != OldSource::RecordedBehaviour)
-            .collect();
-        Ok((old, current))
-    }
-
     fn update(
         &mut self,
         samples: &[Sample],
@@ -451,7 +411,8 @@ impl<'a> Trainer<'a> {
         };
         let entropy_coef = self.cfg.algorithm.entropy_coef;
         let mut stats = Vec::new();
-        let (old_all, is_current) = self.old_logprobs(samples)?;
+        let (old_all, is_current) =
+            old_logprobs(self.policy.as_mut(), samples, self.cfg.training.mini_batch)?;
         let current_f32: Vec<Vec<f32>> = old_all
             .iter()
             .map(|v| v.iter().map(|&x| x as f32).collect())
