@@ -164,7 +164,15 @@ fn show_observation(out: &mut impl Write, env: &dyn Env, obs: &str) -> anyhow::R
     if let Some(actions) = env.admissible_actions() {
         // Envs that list their actions in the observation (WebShop) are not repeated.
         if !env.is_done() && !actions.iter().all(|a| obs.contains(a.as_str())) {
-            writeln!(out, "actions: {}", actions.join(" | "))?;
+            // ScienceWorld has a thousand; a screenful is enough to play by.
+            const SHOWN: usize = 60;
+            let more = actions.len().saturating_sub(SHOWN);
+            let list = actions[..actions.len().min(SHOWN)].join(" | ");
+            if more > 0 {
+                writeln!(out, "actions: {list} | ... ({more} more)")?;
+            } else {
+                writeln!(out, "actions: {list}")?;
+            }
         }
     }
     write!(out, "> ")?;

@@ -4,6 +4,8 @@
 //! worked by hand, the memory through a checkpoint, evaluation without tips, and the memory's
 //! effect on exploration against GRPO.
 
+mod common;
+use common::room::{last_f64, level_file, rows, train};
 use quester_train::api::{build_policy, env_factory};
 use quester_train::behaviour::old_logprobs;
 use quester_train::method::empo2::memory::Embedder;
@@ -17,19 +19,8 @@ use quester_train::rollout::{run_trials, run_trials_with, TurnContext};
 use quester_train::sample::{OldLogprobs, Sample, Trial};
 use quester_train::trainer::Trainer;
 use quester_train::TrainConfig;
-use serde_json::Value;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
-
-const LEVEL: &str = "
-# # # # # # # # #
-# _ _ _ _ _ _ _ #
-# _ _ _ _ _ _ _ #
-# P _ X _ O _ _ #
-# _ _ _ _ _ _ _ #
-# _ _ _ _ _ _ _ #
-# # # # # # # # #
-";
 
 fn encoder() -> Arc<dyn Embedder> {
     static E: OnceLock<Arc<quester_embed::SentenceEncoder>> = OnceLock::new();
@@ -89,12 +80,6 @@ progress = false
         level = level.display()
     );
     TrainConfig::from_table(text.parse().unwrap()).unwrap()
-}
-
-fn level_file(dir: &Path) -> std::path::PathBuf {
-    let p = dir.join("room.txt");
-    std::fs::write(&p, LEVEL).unwrap();
-    p
 }
 
 fn method(cfg: &TrainConfig) -> Empo2 {
@@ -353,27 +338,6 @@ fn the_off_policy_ratio_by_hand_for_both_readings() {
     assert!((clipped(ratio(1)) + 1.3).abs() < 1e-12);
 }
 
-fn rows(dir: &Path) -> Vec<serde_json::Map<String, Value>> {
-    std::fs::read_to_string(dir.join("metrics.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
-fn train(cfg: &TrainConfig, dir: &Path) -> Vec<serde_json::Map<String, Value>> {
-    let mut t = Trainer::new(
-        cfg.clone(),
-        build_policy(cfg).unwrap(),
-        env_factory(cfg),
-        dir,
-        false,
-    )
-    .unwrap();
-    t.run().unwrap();
-    rows(dir)
-}
-
 #[test]
 fn the_memory_survives_a_checkpoint_and_a_resumed_run_matches() {
     let tmp = tempfile::tempdir().unwrap();
@@ -449,10 +413,6 @@ fn tip_modes_need_a_task_pool() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("top_kk"), "{err}");
-}
-
-fn last_f64(rows: &[serde_json::Map<String, Value>], key: &str) -> f64 {
-    rows.last().unwrap()[key].as_f64().unwrap()
 }
 
 /// The exploration measure of the SGE test (cumulative distinct final boards of the one

@@ -16,6 +16,8 @@
 //! while SGE finds 40.9, ahead in 8/8 seeds. The price is visible too: SGE's reward climbs
 //! later (half of each group plays elsewhere).
 
+mod common;
+use common::room::{last_f64, level_file, rows, train};
 use quester_train::api::{build_policy, env_factory};
 use quester_train::method::sge::Sge;
 use quester_train::method::{Common, TrainingMethod};
@@ -23,18 +25,8 @@ use quester_train::prompts::PromptTemplates;
 use quester_train::rollout::run_trials;
 use quester_train::trainer::Trainer;
 use quester_train::TrainConfig;
-use serde_json::Value;
 use std::path::Path;
 
-const LEVEL: &str = "
-# # # # # # # # #
-# _ _ _ _ _ _ _ #
-# _ _ _ _ _ _ _ #
-# P _ X _ O _ _ #
-# _ _ _ _ _ _ _ #
-# _ _ _ _ _ _ _ #
-# # # # # # # # #
-";
 const SEEDS: [u64; 8] = [1, 2, 3, 4, 5, 6, 7, 8];
 const STEPS: usize = 60;
 
@@ -101,37 +93,6 @@ progress = false
         level = level.display()
     );
     TrainConfig::from_table(text.parse().unwrap()).unwrap()
-}
-
-fn level_file(dir: &Path) -> std::path::PathBuf {
-    let p = dir.join("room.txt");
-    std::fs::write(&p, LEVEL).unwrap();
-    p
-}
-
-fn rows(dir: &Path) -> Vec<serde_json::Map<String, Value>> {
-    std::fs::read_to_string(dir.join("metrics.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
-fn train(cfg: &TrainConfig, dir: &Path) -> Vec<serde_json::Map<String, Value>> {
-    let mut t = Trainer::new(
-        cfg.clone(),
-        build_policy(cfg).unwrap(),
-        env_factory(cfg),
-        dir,
-        false,
-    )
-    .unwrap();
-    t.run().unwrap();
-    rows(dir)
-}
-
-fn last_f64(rows: &[serde_json::Map<String, Value>], key: &str) -> f64 {
-    rows.last().unwrap()[key].as_f64().unwrap()
 }
 
 #[test]

@@ -3,6 +3,8 @@
 
 use quester_train::TrainConfig;
 
+pub mod room;
+
 /// Every bandit action as a candidate response of the tabular policy.
 pub const BANDIT_CANDIDATES: &[&str] = &[
     "<action>1</action>",
