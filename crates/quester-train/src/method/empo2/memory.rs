@@ -129,9 +129,11 @@ mod tests {
                 "same state, low score"
             ]
         );
-        // The threshold is strict: 0.6 > 0.6 is false.
-        let got = m.retrieve(&[1.0, 0.0], 0.6, 10);
+        // Raising the threshold drops the far entry.
+        let got = m.retrieve(&[1.0, 0.0], 0.7, 10);
         assert_eq!(got.len(), 2);
+        // The threshold is strict: an exact cosine of 1 is not above 1.
+        assert!(m.retrieve(&[1.0, 0.0], 1.0, 10).is_empty());
         // top-k cuts after ranking.
         let got = m.retrieve(&[1.0, 0.0], 0.5, 1);
         assert_eq!(got[0].content, "far, top score");
