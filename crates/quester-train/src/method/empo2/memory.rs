@@ -78,21 +78,13 @@ impl TaskMemory {
 /// Every task's memory, keyed by task seed (a recurring training task keeps its seed).
 pub type TipMemory = BTreeMap<u64, TaskMemory>;
 
-/// Cosine similarity; 0 when either vector is zero or the lengths differ.
+/// Cosine similarity; 0 when either vector is zero or the lengths differ (keys of another
+/// embedding model never match).
 pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     if a.len() != b.len() {
         return 0.0;
     }
-    let (mut dot, mut na, mut nb) = (0.0f64, 0.0f64, 0.0f64);
-    for (&x, &y) in a.iter().zip(b) {
-        dot += f64::from(x) * f64::from(y);
-        na += f64::from(x) * f64::from(x);
-        nb += f64::from(y) * f64::from(y);
-    }
-    if na == 0.0 || nb == 0.0 {
-        return 0.0;
-    }
-    (dot / (na.sqrt() * nb.sqrt())) as f32
+    quester_embed::cosine(a, b)
 }
 
 #[cfg(test)]
