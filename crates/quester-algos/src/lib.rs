@@ -32,6 +32,7 @@
 //! ```
 
 pub mod advantage;
+pub mod bootstrap;
 pub mod error;
 pub mod loss;
 pub mod outcomes;
@@ -44,6 +45,7 @@ pub mod trial;
 pub use advantage::{
     compute_advantages, AdvantageConfig, Estimator, Normalization, SampleAdvantages, Signal,
 };
+pub use bootstrap::{mean_ci, paired_diff_ci, BootstrapConfig, Interval};
 pub use error::AlgoError;
 pub use loss::{
     policy_loss, Aggregation, KlEstimator, LossStats, PolicyLoss, PolicyLossConfig, ResponseTokens,

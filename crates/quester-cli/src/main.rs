@@ -1,6 +1,7 @@
 //! `quester`: train, evaluate, export, play an environment by hand, benchmark, report.
 
 mod cmd_env;
+mod cmd_experiment;
 mod cmd_export;
 mod cmd_ifeval;
 mod cmd_memory;
@@ -42,6 +43,8 @@ enum Command {
     /// Evaluate a policy: pass@1..k over attempts on a config's held-out tasks, or a benchmark
     /// (`quester evaluate ifeval`).
     Evaluate(cmd_train::EvaluateArgs),
+    /// Run an experiment plan: runs x seeds, resumable, with confidence intervals.
+    Experiment(cmd_experiment::ExperimentArgs),
     /// Write the HTML report (plots + trajectory browser) of a run directory.
     Report(cmd_train::ReportArgs),
     /// Export a run's checkpoint as a Hugging Face model (LoRA merged) or a PEFT adapter.
@@ -67,6 +70,7 @@ fn main() -> std::process::ExitCode {
         Command::Memory(args) => cmd_memory::run(args),
         Command::Evaluate(args) => cmd_train::evaluate(args),
         Command::Report(args) => cmd_train::report(args),
+        Command::Experiment(args) => cmd_experiment::run(args),
         Command::Export(args) => cmd_export::export(args),
         Command::Serve(args) => cmd_serve::serve(args),
     };

@@ -16,8 +16,8 @@ fn observation_lists_arms_and_format() {
     let mut e = env(true);
     assert_eq!(
         e.reset(0).unwrap(),
-        "Arms: 1 2 3 4. Pull one: <action>N</action>, or <action>scout</action> to learn the \
-         good arm."
+        "Arms: 1 2 3 4. Pull one (<action>1</action> to <action>4</action>), or \
+         <action>scout</action> to learn the good arm."
     );
     assert_eq!(
         e.admissible_actions().unwrap(),
@@ -26,7 +26,7 @@ fn observation_lists_arms_and_format() {
     let mut e = env(false);
     assert_eq!(
         e.reset(0).unwrap(),
-        "Arms: 1 2 3 4. Pull one: <action>N</action>."
+        "Arms: 1 2 3 4. Pull one (<action>1</action> to <action>4</action>)."
     );
     assert_eq!(e.admissible_actions().unwrap().len(), 4);
 }

@@ -108,9 +108,13 @@ impl EvalReport {
     }
 }
 
+/// The per-task file [`evaluate`] writes beside eval.json (one [`crate::trainer::TaskOutcome`]
+/// per line).
+pub const EVAL_TASKS_FILE: &str = "eval_tasks.jsonl";
+
 /// Evaluates the policy of `cfg` (with the weights of `checkpoint`, a checkpoint folder, when
-/// given) on `eval.tasks` held-out tasks; with `out_dir`, writes eval.json and every trial to
-/// trajectories.jsonl there.
+/// given) on `eval.tasks` held-out tasks; with `out_dir`, writes eval.json, the per-task
+/// outcomes ([`EVAL_TASKS_FILE`]) and every trial to trajectories.jsonl there.
 pub fn evaluate(
     cfg: &TrainConfig,
     checkpoint: Option<&Path>,
@@ -151,6 +155,15 @@ pub fn evaluate(
         let p = dir.join("eval.json");
         let text =
             serde_json::to_string_pretty(&report).map_err(|e| TrainError::Policy(e.to_string()))?;
+        std::fs::write(&p, text).map_err(|e| TrainError::io(&p, e))?;
+        let p = dir.join(EVAL_TASKS_FILE);
+        let mut text = String::new();
+        for task in crate::trainer::per_task_outcomes(&ev.trials, cfg.eval.num_attempts) {
+            text.push_str(
+                &serde_json::to_string(&task).map_err(|e| TrainError::Policy(e.to_string()))?,
+            );
+            text.push('\n');
+        }
         std::fs::write(&p, text).map_err(|e| TrainError::io(&p, e))?;
         let rows: Vec<serde_json::Value> = ev
             .trials

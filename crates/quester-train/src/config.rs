@@ -368,6 +368,11 @@ pub struct TrainingSection {
     pub seed: u64,
     /// Checkpoint every this many steps (and always at the end); 0 = only at the end.
     pub checkpoint_every: usize,
+    /// A wall-time budget: stop (with a checkpoint) after the step that brings the steps'
+    /// summed wall time to this many seconds; 0 = no budget, run `steps`. Across processes of a
+    /// resumed run the time adds up. Runs cut by time are not reproducible on another machine.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub max_train_seconds: f64,
     /// The learning-rate schedule (quester-model's own table: kind, warmup_steps, total_steps,
     /// min_lr_ratio), counted in optimiser updates (mini-batches), not training steps. Last,
     /// because a TOML table must follow the plain values of its section.
@@ -388,9 +393,14 @@ impl Default for TrainingSection {
             adam_beta2: 0.999,
             seed: 0,
             checkpoint_every: 10,
+            max_train_seconds: 0.0,
             lr_schedule: quester_model::optim::LrSchedule::default(),
         }
     }
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 /// `[eval]`: periodic and final evaluation (pass@1..num_attempts over attempts, and the pass@k
@@ -415,6 +425,10 @@ pub struct EvalSection {
     pub temperature: f64,
     pub top_p: f64,
     pub top_k: usize,
+    /// Seed of the evaluation's sampling streams; unset = `training.seed`. An experiment sets
+    /// it, so every method and seed is evaluated on the same streams as the untrained model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
     /// Settings merged over `env.settings` for evaluation only: held-out goals (WebShop
     /// `split = "test"`), held-out opponents (MAGE: `opponent = "cfr"`), another seat.
     pub env_settings: toml::Table,
@@ -433,6 +447,7 @@ impl Default for EvalSection {
             temperature: 0.7,
             top_p: 0.8,
             top_k: 20,
+            seed: None,
             env_settings: toml::Table::new(),
         }
     }

@@ -101,6 +101,10 @@ impl RunDir {
             root: root.to_path_buf(),
         }
     }
+    /// The run directory itself.
+    pub fn path(&self) -> &Path {
+        &self.root
+    }
     pub fn config_path(&self) -> PathBuf {
         self.root.join("config.resolved.toml")
     }

@@ -201,3 +201,67 @@ fn training_logs_the_curve_at_start_and_end() {
         );
     }
 }
+
+#[test]
+fn eval_seed_fixes_the_streams_whatever_the_training_seed() {
+    let mut a = config(1);
+    let mut b = config(1);
+    a.training.seed = 1;
+    b.training.seed = 2;
+    let streams = |c: &TrainConfig| -> Vec<u64> {
+        let m = quester_train::method::build(c, &PromptTemplates::builtin("bandit")).unwrap();
+        m.eval_requests().iter().map(|r| r.gen_seed).collect()
+    };
+    assert_ne!(
+        streams(&a),
+        streams(&b),
+        "unset: the training seed's streams"
+    );
+    a.eval.seed = Some(9);
+    b.eval.seed = Some(9);
+    assert_eq!(streams(&a), streams(&b));
+    assert_eq!(
+        streams(&a)[3],
+        derive(9, &[purpose::EVAL_GEN, 3]),
+        "eval.seed takes the training seed's place"
+    );
+    // Unset, the resolved config does not mention it (old run directories still resume).
+    assert!(!config(1).to_toml().unwrap().contains("seed = 9"));
+    assert!(a.to_toml().unwrap().contains("seed = 9"));
+}
+
+#[test]
+fn per_task_outcomes_count_first_wins_rewards_and_invalid_plays() {
+    let cfg = config(3);
+    let ev = evaluate(&cfg);
+    let tasks = quester_train::trainer::per_task_outcomes(&ev.trials, cfg.eval.num_attempts);
+    assert_eq!(tasks.len(), 40);
+    for t in &tasks {
+        let trials: Vec<&Trial> = ev
+            .trials
+            .iter()
+            .filter(|x| x.task_seed == t.task_seed)
+            .collect();
+        assert_eq!(t.trials, trials.len());
+        for k in 0..cfg.eval.num_attempts {
+            let by_hand = trials
+                .iter()
+                .filter(|x| x.attempts.iter().take(k + 1).any(|a| a.won))
+                .count();
+            assert_eq!(t.solved_by[k], by_hand, "task {} k {}", t.task_seed, k + 1);
+        }
+        let attempts: usize = trials.iter().map(|x| x.attempts.len()).sum();
+        assert_eq!(t.attempts, attempts);
+        let reward: f64 = trials
+            .iter()
+            .flat_map(|x| x.attempts.iter().map(|a| a.reward_sum))
+            .sum();
+        assert!((t.reward_sum - reward).abs() < 1e-12);
+    }
+    // Over all tasks the shares are the evaluation's own pass@k.
+    let trials: usize = tasks.iter().map(|t| t.trials).sum();
+    for k in 0..cfg.eval.num_attempts {
+        let solved: usize = tasks.iter().map(|t| t.solved_by[k]).sum();
+        assert!((solved as f64 / trials as f64 - ev.pass_at[k]).abs() < 1e-12);
+    }
+}

@@ -233,3 +233,44 @@ fn evaluate_from_a_checkpoint_matches_the_final_evaluation() {
     let lines = std::fs::read_to_string(out.join("trajectories.jsonl")).unwrap();
     assert_eq!(lines.lines().count(), c.eval.tasks);
 }
+
+#[test]
+fn a_wall_time_budget_stops_with_a_checkpoint_and_stays_stopped_on_resume() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    let mut c = cfg();
+    c.eval.every = 0;
+    c.eval.at_end = false;
+    // Any real step takes longer than a nanosecond: the first step spends the budget.
+    c.training.max_train_seconds = 1e-9;
+    let mut t = Trainer::new(
+        c.clone(),
+        build_policy(&c).unwrap(),
+        env_factory(&c),
+        &dir,
+        false,
+    )
+    .unwrap();
+    let summary = t.run().unwrap();
+    assert_eq!(summary.steps, 1);
+    let (_, state) = t.run_dir().latest_checkpoint().unwrap().unwrap();
+    assert_eq!(
+        state.step, 1,
+        "the step that spent the budget is checkpointed"
+    );
+    drop(t);
+    let mut t = Trainer::new(
+        c.clone(),
+        build_policy(&c).unwrap(),
+        env_factory(&c),
+        &dir,
+        true,
+    )
+    .unwrap();
+    assert_eq!(
+        t.run().unwrap().steps,
+        1,
+        "a resumed run's budget counts the time spent"
+    );
+    assert_eq!(t.run_dir().read_metrics().unwrap().len(), 1);
+}

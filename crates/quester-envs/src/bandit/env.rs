@@ -161,7 +161,12 @@ impl Env for BanditEnv {
             return format!("{}.", capitalise(f));
         }
         let arms: Vec<String> = (1..=self.config.arms).map(|a| a.to_string()).collect();
-        let mut out = format!("Arms: {}. Pull one: <action>N</action>", arms.join(" "));
+        // Concrete tags, not a placeholder: a small model copies `<action>N</action>` literally.
+        let mut out = format!(
+            "Arms: {}. Pull one (<action>1</action> to <action>{}</action>)",
+            arms.join(" "),
+            self.config.arms
+        );
         if self.config.scout {
             out.push_str(", or <action>scout</action> to learn the good arm");
         }
@@ -171,9 +176,9 @@ impl Env for BanditEnv {
 
     fn rules(&self) -> String {
         let mut s = format!(
-            "One of {} arms is good: pulling it gives reward 1, any other arm 0. Reply \
-             <action>N</action> to pull arm N.",
-            self.config.arms
+            "One of {n} arms is good: pulling it gives reward 1, any other arm 0. Reply with \
+             an arm's number to pull it, e.g. <action>{n}</action> pulls arm {n}.",
+            n = self.config.arms
         );
         if self.config.scout {
             s.push_str(

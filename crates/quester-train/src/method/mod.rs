@@ -252,7 +252,7 @@ impl Common {
                         format!("eval{i}"),
                         c.env.eval_seed_base + i as u64,
                         j,
-                        derive(c.training.seed, &path),
+                        derive(c.eval.seed.unwrap_or(c.training.seed), &path),
                     )
                 }
             })

@@ -4,10 +4,10 @@
 
 mod error;
 mod families;
-mod html;
+pub mod html;
 mod jsonl;
 mod passk;
-mod plot;
+pub mod plot;
 mod summary;
 mod trajectories;
 

@@ -12,9 +12,11 @@ pub const WIDTH: u32 = 900;
 /// Plot size in pixels.
 pub const HEIGHT: u32 = 420;
 
-const FONT: &str = "sans-serif";
+/// The family name the embedded font is registered under.
+pub const FONT: &str = "sans-serif";
 
-fn register_font() {
+/// Registers the embedded DejaVu Sans under [`FONT`] (once per process).
+pub fn register_font() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         if plotters::style::register_font(FONT, FontStyle::Normal, dejavu::sans::regular()).is_err()

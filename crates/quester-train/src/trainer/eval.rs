@@ -82,6 +82,51 @@ pub fn per_task_wins(trials: &[Trial]) -> Vec<(usize, usize)> {
     by_task.into_values().collect()
 }
 
+/// One evaluation task's trials, the unit an experiment's confidence intervals resample
+/// (written as `eval_tasks.jsonl` beside `eval.json`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TaskOutcome {
+    pub task_seed: u64,
+    /// Trials of the task.
+    pub trials: usize,
+    /// `solved_by[k-1]`: trials won in one of their first k attempts, k = 1..=num_attempts.
+    pub solved_by: Vec<usize>,
+    /// Reward summed over every played attempt, and the number of played attempts.
+    pub reward_sum: f64,
+    pub attempts: usize,
+    /// Play responses, and how many of them were invalid actions.
+    pub plays: usize,
+    pub invalid: usize,
+}
+
+/// The trials grouped per task (in task-seed order).
+pub fn per_task_outcomes(trials: &[Trial], num_attempts: usize) -> Vec<TaskOutcome> {
+    let mut by_task: BTreeMap<u64, TaskOutcome> = BTreeMap::new();
+    for t in trials {
+        let e = by_task.entry(t.task_seed).or_insert_with(|| TaskOutcome {
+            task_seed: t.task_seed,
+            trials: 0,
+            solved_by: vec![0; num_attempts],
+            reward_sum: 0.0,
+            attempts: 0,
+            plays: 0,
+            invalid: 0,
+        });
+        e.trials += 1;
+        let first_win = t.attempts.iter().position(|a| a.won);
+        for (k, solved) in e.solved_by.iter_mut().enumerate() {
+            *solved += usize::from(first_win.is_some_and(|w| w <= k));
+        }
+        e.reward_sum += t.attempts.iter().map(|a| a.reward_sum).sum::<f64>();
+        e.attempts += t.attempts.len();
+        for s in t.samples.iter().filter(|s| s.kind == SampleKind::Play) {
+            e.plays += 1;
+            e.invalid += usize::from(!s.valid);
+        }
+    }
+    by_task.into_values().collect()
+}
+
 /// The figures of a set of evaluation trials; `pass_ks` are the ks of the pass@k curve.
 pub fn summarize(trials: Vec<Trial>, num_attempts: usize, pass_ks: &[usize]) -> EvalResult {
     let per_task = per_task_wins(&trials);

@@ -24,7 +24,7 @@ use crate::run_dir::RunDir;
 use crate::sample::Sample;
 use crate::scoring;
 
-pub use eval::{evaluate_policy, evaluate_with, EvalResult};
+pub use eval::{evaluate_policy, evaluate_with, per_task_outcomes, EvalResult, TaskOutcome};
 
 /// The end state of a training run.
 #[derive(Debug, Clone)]
@@ -177,8 +177,18 @@ impl<'a> Trainer<'a> {
             let row = self.eval_row(0)?;
             self.run.append_metrics(&row)?;
         }
+        let budget = self.cfg.training.max_train_seconds;
+        let mut spent = if budget > 0.0 {
+            self.train_seconds_so_far()?
+        } else {
+            0.0
+        };
         while self.step < total {
             if self.stop_after.is_some_and(|n| done_here >= n) {
+                break;
+            }
+            if budget > 0.0 && spent >= budget {
+                tracing::info!(step = self.step, spent, budget, "wall-time budget reached");
                 break;
             }
             let row = self.train_step(self.step)?;
@@ -200,8 +210,13 @@ impl<'a> Trainer<'a> {
             }
             pb.set_message(msg);
             pb.inc(1);
+            spent += row
+                .get("time_step_s")
+                .and_then(Value::as_f64)
+                .unwrap_or(0.0);
+            let out_of_time = budget > 0.0 && spent >= budget;
             let every = self.cfg.training.checkpoint_every;
-            if self.step == total || (every > 0 && self.step.is_multiple_of(every)) {
+            if self.step == total || out_of_time || (every > 0 && self.step.is_multiple_of(every)) {
                 self.run.save_checkpoint(
                     self.step,
                     self.policy.as_ref(),
@@ -220,6 +235,17 @@ impl<'a> Trainer<'a> {
             steps: self.step,
             last_metrics: last,
         })
+    }
+
+    /// The summed wall time of the training steps logged so far (a resumed run's budget).
+    fn train_seconds_so_far(&self) -> Result<f64, TrainError> {
+        Ok(self
+            .run
+            .read_metrics()?
+            .iter()
+            .filter(|r| r.get("kind").and_then(Value::as_str) != Some("eval"))
+            .filter_map(|r| r.get("time_step_s").and_then(Value::as_f64))
+            .sum())
     }
 
     /// An evaluation-only metrics row logged at `step` (0 = before training).

@@ -1,0 +1,359 @@
+//! Runs a plan's units one after another into one directory. Every unit is a normal resumable
+//! run or an evaluation written atomically, and a finished unit leaves a marker, so a killed
+//! experiment started again skips what is done, resumes the unit it was in from its last
+//! checkpoint, and loses nothing.
+//!
+//! Layout of the experiment directory:
+//!
+//! ```text
+//! plan.toml                        the plan as last started
+//! <run>/untrained/eval/            the untrained policy's evaluation (eval.json, eval_tasks.jsonl)
+//! <run>/seed-<s>/train/            the training run (config, metrics, checkpoints, trajectories)
+//! <run>/seed-<s>/trained.json      marker: training finished (steps, seconds)
+//! <run>/seed-<s>/eval/             the trained policy's evaluation
+//! results.md, summary.json, plots/, report.html   the aggregate (rewritten after every unit)
+//! ```
+
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use quester_train::run_dir::RunDir;
+use quester_train::{api, TrainConfig};
+
+use crate::error::ExperimentError;
+use crate::plan::{episodes_per_step, Plan};
+
+/// One piece of work of a plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unit {
+    /// Evaluate run `run`'s untrained policy.
+    Untrained { run: usize },
+    /// Train run `run` with seed `seed`.
+    Train { run: usize, seed: u64 },
+    /// Evaluate the trained policy of run `run`, seed `seed`.
+    Eval { run: usize, seed: u64 },
+}
+
+/// The marker a finished training unit leaves.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Trained {
+    pub steps: usize,
+    /// Summed wall time of the training steps (over every process of a resumed run).
+    pub train_seconds: f64,
+    pub episodes_per_step: usize,
+    /// Whether the wall-time budget ended training before `training.steps`.
+    pub out_of_time: bool,
+}
+
+/// What one call of [`Runner::run`] did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunLog {
+    /// Units run (or continued) in this call, by label.
+    pub executed: Vec<String>,
+    /// Units found finished and skipped.
+    pub skipped: Vec<String>,
+    /// Whether the call stopped early (a test's simulated kill).
+    pub interrupted: bool,
+}
+
+/// Executes a plan in a directory.
+pub struct Runner {
+    plan: Plan,
+    dir: PathBuf,
+    /// Show a progress bar on a terminal (log lines are written either way).
+    pub progress: bool,
+    /// Stop after this many executed units (tests simulate a kill between units).
+    pub stop_after_units: Option<usize>,
+    /// Stop each training unit after this many steps in this call (a kill inside a unit).
+    pub stop_after_steps: Option<usize>,
+}
+
+impl Runner {
+    pub fn new(plan: Plan, dir: &Path) -> Self {
+        Self {
+            plan,
+            dir: dir.to_path_buf(),
+            progress: true,
+            stop_after_units: None,
+            stop_after_steps: None,
+        }
+    }
+
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The units in execution order: the untrained evaluations first, then seed by seed every
+    /// run's training and evaluation (so a partly finished experiment compares every method on
+    /// its first seeds).
+    pub fn units(&self) -> Vec<Unit> {
+        let p = &self.plan;
+        let mut units = Vec::new();
+        if p.untrained {
+            units.extend((0..p.runs.len()).map(|run| Unit::Untrained { run }));
+        }
+        for &seed in &p.seeds {
+            for run in 0..p.runs.len() {
+                units.push(Unit::Train { run, seed });
+                units.push(Unit::Eval { run, seed });
+            }
+        }
+        units
+    }
+
+    /// A unit's name in logs: `lamer seed 1: train`.
+    pub fn label(&self, unit: &Unit) -> String {
+        let name = |run: &usize| self.plan.runs[*run].name.as_str();
+        match unit {
+            Unit::Untrained { run } => format!("{} untrained: eval", name(run)),
+            Unit::Train { run, seed } => format!("{} seed {seed}: train", name(run)),
+            Unit::Eval { run, seed } => format!("{} seed {seed}: eval", name(run)),
+        }
+    }
+
+    /// The directory of run `run` with seed `seed`.
+    pub fn seed_dir(&self, run: usize, seed: u64) -> PathBuf {
+        self.dir
+            .join(&self.plan.runs[run].name)
+            .join(format!("seed-{seed}"))
+    }
+
+    /// Where a unit's evaluation lands (for `Eval` and `Untrained`).
+    pub fn eval_dir(&self, unit: &Unit) -> PathBuf {
+        match unit {
+            Unit::Untrained { run } => self
+                .dir
+                .join(&self.plan.runs[*run].name)
+                .join("untrained")
+                .join("eval"),
+            Unit::Train { run, seed } | Unit::Eval { run, seed } => {
+                self.seed_dir(*run, *seed).join("eval")
+            }
+        }
+    }
+
+    fn trained_marker(&self, run: usize, seed: u64) -> PathBuf {
+        self.seed_dir(run, seed).join("trained.json")
+    }
+
+    /// Whether a unit has finished (its marker or its evaluation files exist).
+    pub fn is_done(&self, unit: &Unit) -> bool {
+        match unit {
+            Unit::Train { run, seed } => self.trained_marker(*run, *seed).is_file(),
+            _ => {
+                let d = self.eval_dir(unit);
+                d.join("eval.json").is_file() && d.join(api::EVAL_TASKS_FILE).is_file()
+            }
+        }
+    }
+
+    /// A rough cost of a unit in scheduled episodes (training counts double: rollout plus
+    /// update), for the ETA.
+    fn weight(&self, unit: &Unit) -> f64 {
+        let cfg = |run: usize| self.plan.config(run, self.plan.seeds[0]).ok();
+        let eval_weight = |run: usize| {
+            cfg(run).map_or(1.0, |c| {
+                (c.eval.tasks * c.eval.samples_per_task.max(1) * c.eval.num_attempts) as f64
+            })
+        };
+        match unit {
+            Unit::Untrained { run } | Unit::Eval { run, .. } => eval_weight(*run),
+            Unit::Train { run, .. } => cfg(*run).map_or(1.0, |c| {
+                2.0 * (c.training.steps * episodes_per_step(&c)) as f64
+            }),
+        }
+    }
+
+    /// Runs every unit not yet done, in order.
+    pub fn run(&mut self) -> Result<RunLog, ExperimentError> {
+        std::fs::create_dir_all(&self.dir).map_err(|e| ExperimentError::io(&self.dir, e))?;
+        let plan_copy = self.dir.join("plan.toml");
+        std::fs::write(&plan_copy, &self.plan.text)
+            .map_err(|e| ExperimentError::io(&plan_copy, e))?;
+        let units = self.units();
+        let weights: Vec<f64> = units.iter().map(|u| self.weight(u)).collect();
+        let total: f64 = weights.iter().sum();
+        let done_weight: f64 = units
+            .iter()
+            .zip(&weights)
+            .filter(|(u, _)| self.is_done(u))
+            .map(|(_, w)| w)
+            .sum();
+        let bar = if self.progress {
+            let pb = ProgressBar::new(total.round() as u64);
+            pb.set_style(
+                ProgressStyle::with_template("{bar:30} {percent}%  {elapsed} < {eta}  {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            );
+            pb.set_position(done_weight.round() as u64);
+            pb
+        } else {
+            ProgressBar::hidden()
+        };
+        let started = Instant::now();
+        let mut worked = 0.0;
+        let mut remaining = total - done_weight;
+        let mut log = RunLog::default();
+        for (i, (unit, &w)) in units.iter().zip(&weights).enumerate() {
+            let label = self.label(unit);
+            if self.is_done(unit) {
+                log.skipped.push(label);
+                continue;
+            }
+            if self
+                .stop_after_units
+                .is_some_and(|n| log.executed.len() >= n)
+            {
+                log.interrupted = true;
+                break;
+            }
+            let eta = if worked > 0.0 {
+                let secs = started.elapsed().as_secs_f64() * remaining / worked;
+                format!(", ETA {}", fmt_duration(secs))
+            } else {
+                String::new()
+            };
+            tracing::info!(
+                "experiment {}: [{}/{}] {label}{eta}",
+                self.plan.name,
+                i + 1,
+                units.len()
+            );
+            bar.set_message(label.clone());
+            let finished = self.execute(unit)?;
+            log.executed.push(label);
+            if !finished {
+                log.interrupted = true;
+                break;
+            }
+            worked += w;
+            remaining -= w;
+            bar.inc(w.round() as u64);
+        }
+        bar.finish_and_clear();
+        Ok(log)
+    }
+
+    /// Runs one unit; false when it stopped before finishing (a simulated kill).
+    fn execute(&self, unit: &Unit) -> Result<bool, ExperimentError> {
+        let label = self.label(unit);
+        let wrap = |source: quester_train::TrainError| ExperimentError::Unit {
+            unit: label.clone(),
+            source: Box::new(source),
+        };
+        match *unit {
+            Unit::Untrained { run } => {
+                let cfg = self.plan.untrained_config(run)?;
+                self.evaluate(&cfg, None, &self.eval_dir(unit))
+                    .map_err(wrap)?;
+                Ok(true)
+            }
+            Unit::Eval { run, seed } => {
+                let cfg = self.plan.config(run, seed)?;
+                let train = RunDir::new(&self.seed_dir(run, seed).join("train"));
+                let (checkpoint, _) =
+                    train.latest_checkpoint().map_err(wrap)?.ok_or_else(|| {
+                        ExperimentError::results(
+                            train.path(),
+                            "training finished without a checkpoint",
+                        )
+                    })?;
+                self.evaluate(&cfg, Some(&checkpoint), &self.eval_dir(unit))
+                    .map_err(wrap)?;
+                Ok(true)
+            }
+            Unit::Train { run, seed } => {
+                let cfg = self.plan.config(run, seed)?;
+                let dir = self.seed_dir(run, seed).join("train");
+                let resume = RunDir::new(&dir).config_path().is_file();
+                let factory = api::env_factory(&cfg);
+                factory(&toml::Table::new()).map_err(|e| wrap(e.into()))?;
+                let policy = api::build_policy(&cfg).map_err(wrap)?;
+                let mut trainer = quester_train::trainer::Trainer::new(
+                    cfg.clone(),
+                    policy,
+                    factory,
+                    &dir,
+                    resume,
+                )
+                .map_err(wrap)?;
+                trainer.stop_after = self.stop_after_steps;
+                let summary = trainer.run().map_err(wrap)?;
+                let rows = trainer.run_dir().read_metrics().map_err(wrap)?;
+                let train_seconds: f64 = rows
+                    .iter()
+                    .filter(|r| r.get("kind").and_then(|v| v.as_str()) != Some("eval"))
+                    .filter_map(|r| r.get("time_step_s").and_then(|v| v.as_f64()))
+                    .sum();
+                let budget = cfg.training.max_train_seconds;
+                let out_of_time = budget > 0.0 && train_seconds >= budget;
+                if summary.steps < cfg.training.steps && !out_of_time {
+                    return Ok(false);
+                }
+                let marker = Trained {
+                    steps: summary.steps,
+                    train_seconds,
+                    episodes_per_step: episodes_per_step(&cfg),
+                    out_of_time,
+                };
+                write_json_atomic(&self.trained_marker(run, seed), &marker)?;
+                Ok(true)
+            }
+        }
+    }
+
+    /// Evaluates into `out` atomically: a partial folder, renamed when complete.
+    fn evaluate(
+        &self,
+        cfg: &TrainConfig,
+        checkpoint: Option<&Path>,
+        out: &Path,
+    ) -> Result<(), quester_train::TrainError> {
+        let partial = out.with_extension("partial");
+        if partial.exists() {
+            std::fs::remove_dir_all(&partial)
+                .map_err(|e| quester_train::TrainError::io(&partial, e))?;
+        }
+        api::evaluate(cfg, checkpoint, Some(&partial))?;
+        if out.exists() {
+            std::fs::remove_dir_all(out).map_err(|e| quester_train::TrainError::io(out, e))?;
+        }
+        std::fs::rename(&partial, out).map_err(|e| quester_train::TrainError::io(out, e))
+    }
+}
+
+/// Writes JSON to `path` through a temporary file and a rename.
+pub(crate) fn write_json_atomic<T: Serialize>(
+    path: &Path,
+    value: &T,
+) -> Result<(), ExperimentError> {
+    let text = serde_json::to_string_pretty(value)
+        .map_err(|e| ExperimentError::results(path, e.to_string()))?;
+    write_atomic(path, text.as_bytes())
+}
+
+/// Writes bytes to `path` through a temporary file and a rename.
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ExperimentError> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| ExperimentError::io(parent, e))?;
+    }
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, bytes).map_err(|e| ExperimentError::io(&tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| ExperimentError::io(path, e))
+}
+
+/// `1 h 02 min`, `12 min 05 s`, `40 s`.
+pub fn fmt_duration(secs: f64) -> String {
+    let s = secs.max(0.0).round() as u64;
+    match s {
+        0..=59 => format!("{s} s"),
+        60..=3599 => format!("{} min {:02} s", s / 60, s % 60),
+        _ => format!("{} h {:02} min", s / 3600, (s % 3600) / 60),
+    }
+}

@@ -1,0 +1,428 @@
+//! The experiment runner: plans checked before anything runs, aggregation and intervals on
+//! hand-made result files, and a killed experiment that resumes without repeating or losing a
+//! unit (tabular policy on the meta-bandit: seconds).
+
+use std::path::{Path, PathBuf};
+
+use quester_algos::{mean_ci, paired_diff_ci, BootstrapConfig};
+use quester_experiment::runner::Trained;
+use quester_experiment::{aggregate, write_outputs, ExperimentError, Plan, Runner, Unit};
+use quester_train::trainer::TaskOutcome;
+
+/// A tabular LaMer preset on the bandit (2 attempts, history of the previous attempt).
+const LAMER: &str = r#"
+[model]
+kind = "tabular"
+tabular_candidates = ["<action>1</action>", "<action>2</action>", "<action>3</action>", "<action>4</action>", "<action>scout</action>"]
+[env]
+name = "bandit"
+[algorithm]
+method = "lamer"
+num_attempts = 2
+do_reflection = false
+reflection_type = "history_only"
+traj_gamma = 0.9
+[rollout]
+tasks_per_step = 4
+group_size = 4
+[training]
+steps = 100
+lr = 0.1
+grad_clip = 0.0
+mini_batch = 64
+checkpoint_every = 2
+[eval]
+tasks = 8
+num_attempts = 2
+[output]
+trajectories_per_step = 1
+"#;
+
+/// The GRPO baseline of the same shape per step (4 tasks x 8 single episodes = 32 episodes).
+const GRPO: &str = r#"
+[model]
+kind = "tabular"
+tabular_candidates = ["<action>1</action>", "<action>2</action>", "<action>3</action>", "<action>4</action>", "<action>scout</action>"]
+[env]
+name = "bandit"
+[algorithm]
+method = "grpo"
+num_attempts = 1
+do_reflection = false
+reflection_type = "none"
+signal = "episode_score"
+norm = "mean_std_norm"
+traj_gamma = 0.0
+[rollout]
+tasks_per_step = 4
+group_size = 8
+[training]
+steps = 100
+lr = 0.1
+grad_clip = 0.0
+mini_batch = 64
+checkpoint_every = 2
+[eval]
+tasks = 8
+num_attempts = 2
+[output]
+trajectories_per_step = 1
+"#;
+
+fn write_presets(dir: &Path) -> (PathBuf, PathBuf) {
+    let (l, g) = (dir.join("lamer.toml"), dir.join("grpo.toml"));
+    std::fs::write(&l, LAMER).unwrap();
+    std::fs::write(&g, GRPO).unwrap();
+    (l, g)
+}
+
+fn plan_text(lamer: &Path, grpo: &Path, extra_run_set: &str) -> String {
+    format!(
+        r#"
+name = "bandit-test"
+description = "LaMer against GRPO on the tabular bandit."
+seeds = [3, 4]
+[budget]
+episodes = 128
+[eval]
+tasks = 16
+num_attempts = 2
+temperature = 1.0
+top_p = 1.0
+top_k = 0
+seed = 11
+[[run]]
+name = "lamer"
+preset = "{}"
+set = [{extra_run_set}]
+[[run]]
+name = "grpo"
+preset = "{}"
+"#,
+        lamer.display(),
+        grpo.display()
+    )
+}
+
+fn plan(dir: &Path) -> Plan {
+    let (l, g) = write_presets(dir);
+    let path = dir.join("plan.toml");
+    let text = plan_text(&l, &g, "");
+    std::fs::write(&path, &text).unwrap();
+    Plan::load(&path).unwrap()
+}
+
+#[test]
+fn the_budget_becomes_steps_and_the_eval_is_the_plans() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = plan(tmp.path());
+    let lamer = p.config(0, 3).unwrap();
+    let grpo = p.config(1, 4).unwrap();
+    // 128 episodes: LaMer 4 x 4 x 2 = 32 per step, GRPO 4 x 8 x 1 = 32 per step.
+    assert_eq!((lamer.training.steps, grpo.training.steps), (4, 4));
+    assert_eq!((lamer.training.seed, grpo.training.seed), (3, 4));
+    for c in [&lamer, &grpo] {
+        assert_eq!(
+            (c.eval.tasks, c.eval.num_attempts, c.eval.seed),
+            (16, 2, Some(11))
+        );
+        assert!(!c.eval.at_start && !c.eval.at_end && !c.output.progress);
+    }
+    assert_eq!(p.compare, vec![["lamer".to_string(), "grpo".to_string()]]);
+}
+
+#[test]
+fn a_bad_plan_fails_before_any_run_naming_the_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (l, g) = write_presets(tmp.path());
+    let path = tmp.path().join("plan.toml");
+    // An unknown key in a run's overrides: serde names it, the error names the run.
+    std::fs::write(&path, plan_text(&l, &g, "\"training.learning_rate=0.1\"")).unwrap();
+    let e = Plan::load(&path).unwrap_err();
+    let msg = format!(
+        "{e}: {:?}",
+        std::error::Error::source(&e).map(|s| s.to_string())
+    );
+    assert!(matches!(e, ExperimentError::RunConfig { .. }), "{msg}");
+    assert!(
+        msg.contains("learning_rate") && msg.contains("`lamer`"),
+        "{msg}"
+    );
+    // An unknown key of the plan itself.
+    let text = plan_text(&l, &g, "").replace("[budget]", "seed = 1\n[budget]");
+    std::fs::write(&path, text).unwrap();
+    let msg = Plan::load(&path).unwrap_err().to_string();
+    assert!(msg.contains("unknown field `seed`"), "{msg}");
+    // A budget that is not a whole number of a run's steps.
+    let text = plan_text(&l, &g, "").replace("episodes = 128", "episodes = 100");
+    std::fs::write(&path, text).unwrap();
+    let msg = Plan::load(&path).unwrap_err().to_string();
+    assert!(msg.contains("budget.episodes = 100"), "{msg}");
+    // A missing preset and a comparison of an unknown run.
+    let text = plan_text(&l, &g, "").replace(&g.display().to_string(), "nope.toml");
+    std::fs::write(&path, text).unwrap();
+    let msg = Plan::load(&path).unwrap_err().to_string();
+    assert!(msg.contains("preset `nope.toml` not found"), "{msg}");
+    let text = format!(
+        "{}\ncompare = [[\"lamer\", \"ppo\"]]\n",
+        plan_text(&l, &g, "")
+    );
+    let text = text.replace(
+        "[[run]]\nname = \"lamer\"",
+        "compare = [[\"lamer\", \"ppo\"]]\n[[run]]\nname = \"lamer\"",
+    );
+    std::fs::write(&path, text).unwrap();
+    assert!(Plan::load(&path).is_err());
+    // Nothing was created anywhere.
+    assert!(!tmp.path().join("runs").exists());
+}
+
+fn task(seed: u64, trials: usize, solved_by: &[usize], reward: f64, invalid: usize) -> TaskOutcome {
+    TaskOutcome {
+        task_seed: seed,
+        trials,
+        solved_by: solved_by.to_vec(),
+        reward_sum: reward,
+        attempts: trials * solved_by.len(),
+        plays: trials * solved_by.len(),
+        invalid,
+    }
+}
+
+fn write_eval(dir: &Path, tasks: &[TaskOutcome], seconds: f64) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join("eval.json"), format!("{{\"seconds\": {seconds}}}")).unwrap();
+    let lines: Vec<String> = tasks
+        .iter()
+        .map(|t| serde_json::to_string(t).unwrap())
+        .collect();
+    std::fs::write(dir.join("eval_tasks.jsonl"), lines.join("\n") + "\n").unwrap();
+}
+
+fn write_marker(runner: &Runner, run: usize, seed: u64, secs: f64) {
+    let m = Trained {
+        steps: 4,
+        train_seconds: secs,
+        episodes_per_step: 32,
+        out_of_time: false,
+    };
+    std::fs::write(
+        runner.seed_dir(run, seed).join("trained.json"),
+        serde_json::to_string(&m).unwrap(),
+    )
+    .unwrap();
+}
+
+#[test]
+fn aggregation_of_hand_made_results() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runner = Runner::new(plan(tmp.path()), &tmp.path().join("exp"));
+    // Four tasks, one trial each, two attempts. LaMer seed 3 solves tasks 0, 1 by attempt 2
+    // (task 0 in attempt 1); seed 4 solves tasks 0, 1, 2 by attempt 2. GRPO solves task 0 in
+    // attempt 1 with both seeds. Untrained LaMer solves nothing.
+    let seeds = [1000u64, 1001, 1002, 1003];
+    let lamer = [
+        vec![
+            task(seeds[0], 1, &[1, 1], 1.0, 0),
+            task(seeds[1], 1, &[0, 1], 1.0, 0),
+            task(seeds[2], 1, &[0, 0], 0.0, 1),
+            task(seeds[3], 1, &[0, 0], 0.0, 2),
+        ],
+        vec![
+            task(seeds[0], 1, &[1, 1], 1.0, 0),
+            task(seeds[1], 1, &[0, 1], 1.0, 0),
+            task(seeds[2], 1, &[0, 1], 1.0, 0),
+            task(seeds[3], 1, &[0, 0], 0.0, 0),
+        ],
+    ];
+    let grpo: Vec<TaskOutcome> = (0..4)
+        .map(|i| {
+            let s = usize::from(i == 0);
+            task(seeds[i], 1, &[s, s], s as f64, 0)
+        })
+        .collect();
+    for (i, seed) in [3u64, 4].into_iter().enumerate() {
+        write_eval(
+            &runner.eval_dir(&Unit::Eval { run: 0, seed }),
+            &lamer[i],
+            10.0,
+        );
+        write_marker(&runner, 0, seed, 100.0 + 20.0 * i as f64);
+        write_eval(&runner.eval_dir(&Unit::Eval { run: 1, seed }), &grpo, 10.0);
+        write_marker(&runner, 1, seed, 50.0);
+    }
+    let none: Vec<TaskOutcome> = (0..4).map(|i| task(seeds[i], 1, &[0, 0], 0.0, 2)).collect();
+    write_eval(&runner.eval_dir(&Unit::Untrained { run: 0 }), &none, 5.0);
+
+    let s = aggregate(&runner).unwrap();
+    assert_eq!(s.metrics, ["pass@1", "pass@2", "reward", "invalid_rate"]);
+    let l = &s.runs[0];
+    assert_eq!(l.seeds_done, vec![3, 4]);
+    assert_eq!((l.steps, l.episodes), (Some(4), Some(128)));
+    let t = l.trained.as_ref().unwrap();
+    // pass@1: 1/4 in both seeds; pass@2: (2 + 3) / 8; reward (per attempt): (2 + 3) / 16;
+    // invalid: (1/2 + 2/2) / 8 over the two seeds' tasks.
+    assert_eq!(t["pass@1"].mean, 0.25);
+    assert_eq!(t["pass@2"].mean, 0.625);
+    assert_eq!(t["reward"].mean, 5.0 / 16.0);
+    assert_eq!(t["invalid_rate"].mean, 1.5 / 8.0);
+    // The interval is the bootstrap of the seeds x tasks table, with the plan's settings.
+    let cfg = BootstrapConfig::default();
+    let table: Vec<Vec<f64>> = lamer
+        .iter()
+        .map(|ts| ts.iter().map(|t| t.solved_by[1] as f64).collect())
+        .collect();
+    assert_eq!(t["pass@2"], mean_ci(&table, &cfg).unwrap());
+    assert!(t["pass@2"].lo < 0.625 && t["pass@2"].hi > 0.625);
+    // Untrained: nothing solved, every action invalid: point intervals.
+    let u = l.untrained.as_ref().unwrap();
+    assert_eq!(
+        (u["pass@2"].mean, u["pass@2"].lo, u["pass@2"].hi),
+        (0.0, 0.0, 0.0)
+    );
+    assert_eq!(u["invalid_rate"].mean, 1.0);
+    // Gain over the untrained policy = the trained figure (untrained is all zeros).
+    let g = l.gain.as_ref().unwrap();
+    assert_eq!(g["pass@2"].mean, 0.625);
+    assert_eq!(
+        s.runs[1].gain, None,
+        "GRPO's untrained policy was not evaluated"
+    );
+    // The paired comparison on the same tasks and seeds.
+    let c = &s.comparisons[0];
+    assert_eq!((c.a.as_str(), c.b.as_str(), c.seeds), ("lamer", "grpo", 2));
+    assert_eq!(c.diff["pass@1"].mean, 0.0);
+    assert_eq!(c.diff["pass@2"].mean, 0.375);
+    let grpo_table: Vec<Vec<f64>> = (0..2)
+        .map(|_| grpo.iter().map(|t| t.solved_by[1] as f64).collect())
+        .collect();
+    assert_eq!(
+        c.diff["pass@2"],
+        paired_diff_ci(&table, &grpo_table, &cfg).unwrap()
+    );
+    // pass@1 agrees cell by cell: a point interval at 0.
+    assert_eq!((c.diff["pass@1"].lo, c.diff["pass@1"].hi), (0.0, 0.0));
+    // Wall time per seed.
+    assert_eq!(l.train_seconds.unwrap().mean, 110.0);
+
+    let out = write_outputs(&s, runner.dir()).unwrap();
+    let md = std::fs::read_to_string(&out.markdown).unwrap();
+    assert!(
+        md.contains("| lamer (untrained) | lamer | - | 0 | 0.000 [0.000, 0.000]"),
+        "{md}"
+    );
+    assert!(
+        md.contains(&format!(
+            "| lamer - grpo | 2 | +0.000 [+0.000, +0.000] | {}",
+            if c.diff["pass@2"].excludes_zero() {
+                "**+0.375"
+            } else {
+                "+0.375"
+            }
+        )),
+        "{md}"
+    );
+    for p in &out.plots {
+        assert_eq!(
+            &std::fs::read(p).unwrap()[..4],
+            b"\x89PNG",
+            "{}",
+            p.display()
+        );
+    }
+    let html = std::fs::read_to_string(&out.html).unwrap();
+    assert!(html.contains("<table>") && html.contains("data:image/png;base64,"));
+    assert!(!html.contains("http://") && !html.contains("https://"));
+}
+
+#[test]
+fn tasks_that_differ_between_seeds_are_an_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runner = Runner::new(plan(tmp.path()), &tmp.path().join("exp"));
+    write_eval(
+        &runner.eval_dir(&Unit::Eval { run: 0, seed: 3 }),
+        &[task(1, 1, &[0, 0], 0.0, 0)],
+        1.0,
+    );
+    write_eval(
+        &runner.eval_dir(&Unit::Eval { run: 0, seed: 4 }),
+        &[task(2, 1, &[0, 0], 0.0, 0)],
+        1.0,
+    );
+    write_marker(&runner, 0, 3, 1.0);
+    write_marker(&runner, 0, 4, 1.0);
+    let msg = aggregate(&runner).unwrap_err().to_string();
+    assert!(msg.contains("different tasks"), "{msg}");
+}
+
+/// The comparable part of a summary (wall times differ between runs of the same plan).
+fn figures(s: &quester_experiment::Summary) -> String {
+    let mut s = s.clone();
+    for r in &mut s.runs {
+        r.train_seconds = None;
+        r.eval_seconds = None;
+    }
+    serde_json::to_string(&(s.runs, s.comparisons)).unwrap()
+}
+
+#[test]
+fn a_killed_experiment_resumes_without_repeating_or_losing_a_unit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = plan(tmp.path());
+
+    // The uninterrupted experiment.
+    let mut whole = Runner::new(p.clone(), &tmp.path().join("whole"));
+    whole.progress = false;
+    let log = whole.run().unwrap();
+    assert_eq!(log.executed.len(), 2 + 2 * 2 * 2);
+    assert!(!log.interrupted);
+    let reference = aggregate(&whole).unwrap();
+    assert_eq!(reference.runs[0].seeds_done, vec![3, 4]);
+
+    // Killed after three units (both untrained evaluations, LaMer seed 3's training) ...
+    let dir = tmp.path().join("killed");
+    let mut first = Runner::new(p.clone(), &dir);
+    first.progress = false;
+    first.stop_after_units = Some(3);
+    let log1 = first.run().unwrap();
+    assert!(log1.interrupted);
+    assert_eq!(
+        log1.executed,
+        [
+            "lamer untrained: eval",
+            "grpo untrained: eval",
+            "lamer seed 3: train"
+        ]
+    );
+    // ... then killed inside a training unit (after 1 of its 4 steps) ...
+    let mut second = Runner::new(p.clone(), &dir);
+    second.progress = false;
+    second.stop_after_steps = Some(1);
+    let log2 = second.run().unwrap();
+    assert!(log2.interrupted);
+    assert_eq!(log2.skipped.len(), 3);
+    assert_eq!(log2.executed, ["lamer seed 3: eval", "grpo seed 3: train"]);
+    assert!(!second.is_done(&Unit::Train { run: 1, seed: 3 }));
+    // ... and started again: it continues the unit it was in and repeats nothing.
+    let mut third = Runner::new(p, &dir);
+    third.progress = false;
+    let log3 = third.run().unwrap();
+    assert!(!log3.interrupted);
+    assert_eq!(log3.skipped.len(), 4);
+    assert_eq!(log3.executed[0], "grpo seed 3: train");
+    assert_eq!(log3.executed.len(), 6);
+    let all: Vec<&String> = log1
+        .executed
+        .iter()
+        .chain(&log2.executed[..1])
+        .chain(&log3.executed)
+        .collect();
+    assert_eq!(all.len(), log.executed.len(), "every unit ran exactly once");
+    // The resumed experiment's figures are the uninterrupted one's, to the last digit.
+    assert_eq!(figures(&aggregate(&third).unwrap()), figures(&reference));
+    // Metrics rows of the resumed training run were not duplicated.
+    let rows = quester_train::run_dir::RunDir::new(&third.seed_dir(1, 3).join("train"))
+        .read_metrics()
+        .unwrap();
+    assert_eq!(rows.len(), 4);
+}
