@@ -16,6 +16,7 @@
 
 pub mod aggregate;
 pub mod error;
+pub mod eta;
 pub mod plan;
 pub mod render;
 pub mod runner;

@@ -153,20 +153,17 @@ impl Runner {
         }
     }
 
-    /// A rough cost of a unit in scheduled episodes (training counts double: rollout plus
-    /// update), for the ETA.
-    fn weight(&self, unit: &Unit) -> f64 {
+    /// A unit's scheduled episodes (training: steps x episodes per step; evaluation: tasks x
+    /// samples x attempts), for the ETA.
+    fn episodes(&self, unit: &Unit) -> f64 {
         let cfg = |run: usize| self.plan.config(run, self.plan.seeds[0]).ok();
-        let eval_weight = |run: usize| {
-            cfg(run).map_or(1.0, |c| {
-                (c.eval.tasks * c.eval.samples_per_task.max(1) * c.eval.num_attempts) as f64
-            })
-        };
         match unit {
-            Unit::Untrained { run } | Unit::Eval { run, .. } => eval_weight(*run),
-            Unit::Train { run, .. } => cfg(*run).map_or(1.0, |c| {
-                2.0 * (c.training.steps * episodes_per_step(&c)) as f64
+            Unit::Untrained { run } | Unit::Eval { run, .. } => cfg(*run).map_or(1.0, |c| {
+                (c.eval.tasks * c.eval.samples_per_task.max(1) * c.eval.num_attempts) as f64
             }),
+            Unit::Train { run, .. } => {
+                cfg(*run).map_or(1.0, |c| (c.training.steps * episodes_per_step(&c)) as f64)
+            }
         }
     }
 
@@ -177,32 +174,31 @@ impl Runner {
         std::fs::write(&plan_copy, &self.plan.text)
             .map_err(|e| ExperimentError::io(&plan_copy, e))?;
         let units = self.units();
-        let weights: Vec<f64> = units.iter().map(|u| self.weight(u)).collect();
-        let total: f64 = weights.iter().sum();
-        let done_weight: f64 = units
-            .iter()
-            .zip(&weights)
-            .filter(|(u, _)| self.is_done(u))
-            .map(|(_, w)| w)
-            .sum();
+        let todo: Vec<bool> = units.iter().map(|u| !self.is_done(u)).collect();
+        let episodes: Vec<f64> = units.iter().map(|u| self.episodes(u)).collect();
+        let is_train = |u: &Unit| matches!(u, Unit::Train { .. });
+        let left = |kind_train: bool, from: usize| -> f64 {
+            (from..units.len())
+                .filter(|&j| todo[j] && is_train(&units[j]) == kind_train)
+                .map(|j| episodes[j])
+                .sum()
+        };
         let bar = if self.progress {
-            let pb = ProgressBar::new(total.round() as u64);
+            let pb = ProgressBar::new(units.len() as u64);
             pb.set_style(
-                ProgressStyle::with_template("{bar:30} {percent}%  {elapsed} < {eta}  {msg}")
+                ProgressStyle::with_template("{bar:30} {pos}/{len} units  {elapsed}  {msg}")
                     .unwrap_or_else(|_| ProgressStyle::default_bar()),
             );
-            pb.set_position(done_weight.round() as u64);
+            pb.set_position(todo.iter().filter(|t| !**t).count() as u64);
             pb
         } else {
             ProgressBar::hidden()
         };
-        let started = Instant::now();
-        let mut worked = 0.0;
-        let mut remaining = total - done_weight;
+        let mut eta = crate::eta::Eta::default();
         let mut log = RunLog::default();
-        for (i, (unit, &w)) in units.iter().zip(&weights).enumerate() {
+        for (i, unit) in units.iter().enumerate() {
             let label = self.label(unit);
-            if self.is_done(unit) {
+            if !todo[i] {
                 log.skipped.push(label);
                 continue;
             }
@@ -213,28 +209,25 @@ impl Runner {
                 log.interrupted = true;
                 break;
             }
-            let eta = if worked > 0.0 {
-                let secs = started.elapsed().as_secs_f64() * remaining / worked;
-                format!(", ETA {}", fmt_duration(secs))
-            } else {
-                String::new()
-            };
+            let eta_text = eta
+                .remaining(left(true, i), left(false, i))
+                .map_or(String::new(), |s| format!(", ETA {}", fmt_duration(s)));
             tracing::info!(
-                "experiment {}: [{}/{}] {label}{eta}",
+                "experiment {}: [{}/{}] {label}{eta_text}",
                 self.plan.name,
                 i + 1,
                 units.len()
             );
-            bar.set_message(label.clone());
+            bar.set_message(format!("{label}{eta_text}"));
+            let t = Instant::now();
             let finished = self.execute(unit)?;
             log.executed.push(label);
             if !finished {
                 log.interrupted = true;
                 break;
             }
-            worked += w;
-            remaining -= w;
-            bar.inc(w.round() as u64);
+            eta.record(is_train(unit), episodes[i], t.elapsed().as_secs_f64());
+            bar.inc(1);
         }
         bar.finish_and_clear();
         Ok(log)

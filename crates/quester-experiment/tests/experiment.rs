@@ -426,3 +426,18 @@ fn a_killed_experiment_resumes_without_repeating_or_losing_a_unit() {
         .unwrap();
     assert_eq!(rows.len(), 4);
 }
+
+#[test]
+fn the_committed_plans_load() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            let p = Plan::load(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            assert!(!p.runs.is_empty());
+            n += 1;
+        }
+    }
+    assert!(n >= 1, "no plans in {}", dir.display());
+}
