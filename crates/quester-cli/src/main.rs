@@ -55,6 +55,21 @@ enum Command {
     Memory(cmd_memory::MemoryArgs),
 }
 
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_cause_the_message_already_holds_is_said_once() {
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "No such file");
+        #[derive(Debug, thiserror::Error)]
+        #[error("p.txt: {source}")]
+        struct Wrapped {
+            source: std::io::Error,
+        }
+        let e = anyhow::Error::new(Wrapped { source: io }).context("config");
+        assert_eq!(super::error_chain(&e), "config: p.txt: No such file");
+    }
+}
+
 fn main() -> std::process::ExitCode {
     quester_model::alloc::keep_freed_memory();
     init_tracing();
@@ -77,10 +92,28 @@ fn main() -> std::process::ExitCode {
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", error_chain(&e));
             std::process::ExitCode::FAILURE
         }
     }
+}
+
+/// The error and its causes joined by ": ", leaving out a cause whose text the message already
+/// holds (libraries that both print their source and return it from `source()` would otherwise
+/// say it twice: "p.txt: No such file: No such file").
+fn error_chain(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
 }
 
 fn init_tracing() {
