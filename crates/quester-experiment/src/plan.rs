@@ -349,8 +349,10 @@ fn resolve_preset(preset: &str, plan: &Path) -> Option<PathBuf> {
     if direct.is_file() {
         return Some(direct);
     }
-    let dir = plan.parent()?;
-    [dir.join(preset), dir.parent()?.join(preset)]
-        .into_iter()
-        .find(|p| p.is_file())
+    let dir = plan.parent().unwrap_or(Path::new("."));
+    let mut candidates = vec![dir.join(preset)];
+    if let Some(up) = dir.parent() {
+        candidates.push(up.join(preset));
+    }
+    candidates.into_iter().find(|p| p.is_file())
 }

@@ -441,3 +441,48 @@ fn the_committed_plans_load() {
     }
     assert!(n >= 1, "no plans in {}", dir.display());
 }
+
+#[test]
+fn a_plan_with_the_real_model_runs_end_to_end() {
+    // The committed bandit presets with the default model (fetched like a user's first run),
+    // shrunk to one step of one task and 4 evaluation bandits.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("real.toml");
+    let text = format!(
+        r#"
+name = "real-model-smoke"
+seeds = [0]
+set = ["rollout.tasks_per_step=1", "rollout.group_size=2"]
+[budget]
+steps = 1
+[eval]
+tasks = 4
+[[run]]
+name = "lamer"
+preset = "{}"
+[[run]]
+name = "grpo"
+preset = "{}"
+"#,
+        root.join("configs/lamer_bandit_cpu.toml").display(),
+        root.join("configs/grpo_bandit_cpu.toml").display()
+    );
+    std::fs::write(&path, text).unwrap();
+    let mut runner = Runner::new(Plan::load(&path).unwrap(), &tmp.path().join("exp"));
+    runner.progress = false;
+    let log = runner.run().unwrap();
+    assert_eq!(log.executed.len(), 6, "{log:?}");
+    let s = aggregate(&runner).unwrap();
+    for r in &s.runs {
+        assert_eq!(r.seeds_done, vec![0]);
+        let t = r.trained.as_ref().unwrap();
+        assert!((0.0..=1.0).contains(&t["pass@3"].mean));
+        assert!(r.gain.is_some() && r.untrained.is_some());
+    }
+    assert_eq!(s.comparisons.len(), 1);
+    let out = write_outputs(&s, runner.dir()).unwrap();
+    assert!(std::fs::read_to_string(out.markdown)
+        .unwrap()
+        .contains("| lamer (untrained) |"));
+}
