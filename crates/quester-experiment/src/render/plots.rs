@@ -1,6 +1,7 @@
 //! The experiment's plots, drawn with plotters on an RGB buffer with quester's embedded font:
 //! pass@k per run with interval bars, and learning curves with a band over seeds.
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 use quester_train::report::plot::{encode_png, register_font, FONT, HEIGHT, WIDTH};
@@ -13,6 +14,21 @@ fn err(name: &str) -> impl Fn(String) -> ExperimentError + '_ {
         name: name.to_string(),
         message,
     }
+}
+
+/// The legend box both plots draw.
+fn legend<'a, DB: DrawingBackend + 'a>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    position: SeriesLabelPosition,
+) -> Result<(), String> {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(0.85))
+        .border_style(RGBColor(180, 180, 180))
+        .label_font((FONT, 14))
+        .draw()
+        .map_err(|x| x.to_string())
 }
 
 /// The range of `values`, padded by 8% (a unit when flat).
@@ -121,14 +137,7 @@ pub fn pass_at_png(s: &Summary) -> Result<Vec<u8>, ExperimentError> {
                     .map_err(|x| e(x.to_string()))?;
             }
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(RGBColor(180, 180, 180))
-            .label_font((FONT, 14))
-            .draw()
-            .map_err(|x| e(x.to_string()))?;
+        legend(&mut chart, SeriesLabelPosition::UpperLeft).map_err(&e)?;
         root.present().map_err(|x| e(x.to_string()))?;
     }
     encode_png(&buffer, WIDTH, HEIGHT).map_err(|x| e(x.to_string()))
@@ -196,14 +205,7 @@ pub fn curve_png(c: &CurveSet) -> Result<Vec<u8>, ExperimentError> {
                     PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(3))
                 });
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(RGBColor(180, 180, 180))
-            .label_font((FONT, 14))
-            .draw()
-            .map_err(|x| e(x.to_string()))?;
+        legend(&mut chart, SeriesLabelPosition::UpperRight).map_err(&e)?;
         root.present().map_err(|x| e(x.to_string()))?;
     }
     encode_png(&buffer, WIDTH, HEIGHT).map_err(|x| e(x.to_string()))
