@@ -210,6 +210,7 @@ fn over_seeds(values: &[f64], cfg: &BootstrapConfig) -> Option<Interval> {
 
 /// Aggregates whatever units of the experiment have finished.
 pub fn aggregate(runner: &Runner) -> Result<Summary, ExperimentError> {
+    runner.check_unchanged()?;
     let plan = runner.plan();
     let cfg = BootstrapConfig {
         resamples: plan.bootstrap.resamples,

@@ -36,6 +36,9 @@ pub enum Unit {
     Eval { run: usize, seed: u64 },
 }
 
+/// The config an evaluation ran with, saved beside its results.
+pub const EVAL_CONFIG: &str = "config.toml";
+
 /// The marker a finished training unit leaves.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Trained {
@@ -167,8 +170,67 @@ impl Runner {
         }
     }
 
+    /// The config a unit ran with, as saved in the directory (None when it has not started).
+    fn saved_config(&self, unit: &Unit) -> Result<Option<(PathBuf, String)>, ExperimentError> {
+        let path = match unit {
+            Unit::Untrained { .. } => self.eval_dir(unit).join(EVAL_CONFIG),
+            Unit::Train { run, seed } | Unit::Eval { run, seed } => {
+                RunDir::new(&self.seed_dir(*run, *seed).join("train")).config_path()
+            }
+        };
+        if !path.is_file() {
+            return Ok(None);
+        }
+        let text = std::fs::read_to_string(&path).map_err(|e| ExperimentError::io(&path, e))?;
+        Ok(Some((path, text)))
+    }
+
+    /// Refuses a directory whose units ran with other configs than the plan's now (a changed
+    /// budget, preset or override): their results would otherwise be reused as if current.
+    pub fn check_unchanged(&self) -> Result<(), ExperimentError> {
+        for unit in self.units() {
+            let Some((path, saved)) = self.saved_config(&unit)? else {
+                continue;
+            };
+            let cfg = match unit {
+                Unit::Untrained { run } => {
+                    // The training budget does not touch an untrained evaluation.
+                    let mut cfg = self.plan.untrained_config(run)?;
+                    if let Ok(old) = saved
+                        .parse::<toml::Table>()
+                        .map_err(|e| e.to_string())
+                        .and_then(|t| TrainConfig::from_table(t).map_err(|e| e.to_string()))
+                    {
+                        cfg.training.steps = old.training.steps;
+                        cfg.training.max_train_seconds = old.training.max_train_seconds;
+                    }
+                    cfg
+                }
+                Unit::Train { run, seed } | Unit::Eval { run, seed } => {
+                    self.plan.config(run, seed)?
+                }
+            };
+            let now = cfg
+                .to_toml()
+                .map_err(|e| ExperimentError::results(&path, e.to_string()))?;
+            if now != saved {
+                return Err(ExperimentError::results(
+                    &path,
+                    format!(
+                        "{} ran with another config than the plan gives now (the plan or a \
+                         preset changed); use another --dir, or delete {} to run it again",
+                        self.label(&unit),
+                        path.parent().unwrap_or(&path).display()
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Runs every unit not yet done, in order.
     pub fn run(&mut self) -> Result<RunLog, ExperimentError> {
+        self.check_unchanged()?;
         std::fs::create_dir_all(&self.dir).map_err(|e| ExperimentError::io(&self.dir, e))?;
         let plan_copy = self.dir.join("plan.toml");
         std::fs::write(&plan_copy, &self.plan.text)
@@ -314,6 +376,9 @@ impl Runner {
                 .map_err(|e| quester_train::TrainError::io(&partial, e))?;
         }
         api::evaluate(cfg, checkpoint, Some(&partial))?;
+        let config = partial.join(EVAL_CONFIG);
+        std::fs::write(&config, cfg.to_toml()?)
+            .map_err(|e| quester_train::TrainError::io(&config, e))?;
         if out.exists() {
             std::fs::remove_dir_all(out).map_err(|e| quester_train::TrainError::io(out, e))?;
         }

@@ -486,3 +486,43 @@ preset = "{}"
         .unwrap()
         .contains("| lamer (untrained) |"));
 }
+
+#[test]
+fn a_changed_plan_is_refused_in_a_directory_that_ran_the_old_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = plan(tmp.path());
+    let dir = tmp.path().join("exp");
+    let mut first = Runner::new(p.clone(), &dir);
+    first.progress = false;
+    first.stop_after_units = Some(3); // both untrained evaluations and one training run
+    first.run().unwrap();
+    // The same plan continues.
+    assert!(Runner::new(p, &dir).check_unchanged().is_ok());
+    // Another budget: LaMer seed 3 was trained for 4 steps, the plan now asks for 2.
+    let path = tmp.path().join("plan.toml");
+    let text = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("episodes = 128", "episodes = 64");
+    std::fs::write(&path, text).unwrap();
+    let changed = Runner::new(Plan::load(&path).unwrap(), &dir);
+    let msg = changed.check_unchanged().unwrap_err().to_string();
+    assert!(
+        msg.contains("lamer seed 3: train ran with another config"),
+        "{msg}"
+    );
+    assert!(aggregate(&changed).is_err());
+    // Another evaluation: the untrained evaluations are refused too.
+    let text = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("episodes = 64", "episodes = 128")
+        .replace("tasks = 16", "tasks = 12");
+    std::fs::write(&path, text).unwrap();
+    let msg = Runner::new(Plan::load(&path).unwrap(), &dir)
+        .check_unchanged()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("untrained: eval ran with another config"),
+        "{msg}"
+    );
+}
