@@ -55,21 +55,6 @@ enum Command {
     Memory(cmd_memory::MemoryArgs),
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn a_cause_the_message_already_holds_is_said_once() {
-        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "No such file");
-        #[derive(Debug, thiserror::Error)]
-        #[error("p.txt: {source}")]
-        struct Wrapped {
-            source: std::io::Error,
-        }
-        let e = anyhow::Error::new(Wrapped { source: io }).context("config");
-        assert_eq!(super::error_chain(&e), "config: p.txt: No such file");
-    }
-}
-
 fn main() -> std::process::ExitCode {
     quester_model::alloc::keep_freed_memory();
     init_tracing();
@@ -125,4 +110,19 @@ fn init_tracing() {
         // Colour codes only on a terminal: logs of background runs stay plain text.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_cause_the_message_already_holds_is_said_once() {
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "No such file");
+        #[derive(Debug, thiserror::Error)]
+        #[error("p.txt: {source}")]
+        struct Wrapped {
+            source: std::io::Error,
+        }
+        let e = anyhow::Error::new(Wrapped { source: io }).context("config");
+        assert_eq!(super::error_chain(&e), "config: p.txt: No such file");
+    }
 }
