@@ -25,7 +25,8 @@ pub struct Interval {
 }
 
 impl Interval {
-    /// Whether the whole interval lies above zero (a difference that is more than noise).
+    /// Whether the interval lies wholly above or wholly below zero (a difference that is more
+    /// than noise).
     pub fn excludes_zero(&self) -> bool {
         self.lo > 0.0 || self.hi < 0.0
     }

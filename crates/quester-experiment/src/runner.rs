@@ -340,12 +340,7 @@ impl Runner {
                 .map_err(wrap)?;
                 trainer.stop_after = self.stop_after_steps;
                 let summary = trainer.run().map_err(wrap)?;
-                let rows = trainer.run_dir().read_metrics().map_err(wrap)?;
-                let train_seconds: f64 = rows
-                    .iter()
-                    .filter(|r| r.get("kind").and_then(|v| v.as_str()) != Some("eval"))
-                    .filter_map(|r| r.get("time_step_s").and_then(|v| v.as_f64()))
-                    .sum();
+                let train_seconds = trainer.run_dir().train_seconds().map_err(wrap)?;
                 let budget = cfg.training.max_train_seconds;
                 let out_of_time = budget > 0.0 && train_seconds >= budget;
                 if summary.steps < cfg.training.steps && !out_of_time {

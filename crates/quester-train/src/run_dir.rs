@@ -180,6 +180,17 @@ impl RunDir {
     }
 
     /// Every metrics row written so far.
+    /// The summed wall time of the training steps logged so far (evaluation-only rows left
+    /// out): what a wall-time budget has spent, over every process of a resumed run.
+    pub fn train_seconds(&self) -> Result<f64, TrainError> {
+        Ok(self
+            .read_metrics()?
+            .iter()
+            .filter(|r| r.get("kind").and_then(Value::as_str) != Some("eval"))
+            .filter_map(|r| r.get("time_step_s").and_then(Value::as_f64))
+            .sum())
+    }
+
     pub fn read_metrics(&self) -> Result<Vec<Map<String, Value>>, TrainError> {
         let path = self.metrics_jsonl();
         let text = io(&path, fs::read_to_string(&path))?;

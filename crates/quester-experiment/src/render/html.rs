@@ -43,7 +43,6 @@ fn markdown_to_html(md: &str) -> String {
     let mut header_row = false;
     let mut in_list = false;
     for line in md.lines() {
-        let esc = escape(line);
         let is_row = line.starts_with('|');
         if in_table && !is_row {
             out.push_str("</table>\n");
@@ -81,7 +80,7 @@ fn markdown_to_html(md: &str) -> String {
             }
             out.push_str(&format!("<li>{}</li>\n", inline(&escape(item))));
         } else if !line.trim().is_empty() {
-            out.push_str(&format!("<p>{}</p>\n", inline(&esc)));
+            out.push_str(&format!("<p>{}</p>\n", inline(&escape(line))));
         }
     }
     if in_table {

@@ -179,7 +179,7 @@ impl<'a> Trainer<'a> {
         }
         let budget = self.cfg.training.max_train_seconds;
         let mut spent = if budget > 0.0 {
-            self.train_seconds_so_far()?
+            self.run.train_seconds()?
         } else {
             0.0
         };
@@ -235,17 +235,6 @@ impl<'a> Trainer<'a> {
             steps: self.step,
             last_metrics: last,
         })
-    }
-
-    /// The summed wall time of the training steps logged so far (a resumed run's budget).
-    fn train_seconds_so_far(&self) -> Result<f64, TrainError> {
-        Ok(self
-            .run
-            .read_metrics()?
-            .iter()
-            .filter(|r| r.get("kind").and_then(Value::as_str) != Some("eval"))
-            .filter_map(|r| r.get("time_step_s").and_then(Value::as_f64))
-            .sum())
     }
 
     /// An evaluation-only metrics row logged at `step` (0 = before training).
