@@ -280,6 +280,18 @@ fn alternate_seat_and_task_info() {
         obs.contains("Row 1: X . .") && obs.contains("Your turn (O)"),
         "{obs}"
     );
+    // The empty cells, listed as the answers they would be (all but (1, 1), taken by X).
+    let listed = "Empty cells: <action>(1, 2)</action> <action>(1, 3)</action> \
+                  <action>(2, 1)</action> <action>(2, 2)</action> <action>(2, 3)</action> \
+                  <action>(3, 1)</action> <action>(3, 2)</action> <action>(3, 3)</action>.";
+    assert!(obs.ends_with(listed), "{obs}");
+    let admissible: Vec<String> = env
+        .admissible_actions()
+        .unwrap()
+        .iter()
+        .map(|a| format!("<action>{a}</action>"))
+        .collect();
+    assert_eq!(admissible.join(" "), listed[13..listed.len() - 1]);
 }
 
 #[test]

@@ -217,7 +217,18 @@ impl Env for TicTacToeEnv {
             Some(Outcome::Win(_)) => "Game over: you lose.".to_string(),
             Some(Outcome::Draw) => "Game over: draw.".to_string(),
             None if t.done => "Game over: out of turns.".to_string(),
-            None => format!("Your turn ({}).", t.agent.symbol()),
+            // The free cells are listed as the answers they would be: shown only a fixed
+            // example such as (2, 2), a small model answers the example even when that cell is
+            // taken, and shown no example it does not find the format.
+            None => format!(
+                "Your turn ({}). Empty cells: {}.",
+                t.agent.symbol(),
+                t.board
+                    .free_cells()
+                    .map(|c| format!("<action>({}, {})</action>", c / 3 + 1, c % 3 + 1))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ),
         };
         out.push_str(&status);
         out
