@@ -18,7 +18,7 @@ pub fn build_policy(cfg: &TrainConfig) -> Result<Box<dyn TrainablePolicy>, Train
         PolicyKind::Tabular => {
             let p = TabularPolicy::new(
                 cfg.model.tabular_candidates.clone(),
-                cfg.training.lr,
+                cfg.training.optimizer.lr,
                 cfg.training.grad_clip,
             );
             Ok(Box::new(if cfg.model.tabular_adam {
@@ -170,7 +170,14 @@ pub fn evaluate(
             .iter()
             .map(|t| metrics::trajectory_row(0, "eval", t, None))
             .collect();
-        RunDir::new(dir).append_trajectories(&rows)?;
+        let run_dir = RunDir::new(dir);
+        // A second evaluation into the same folder replaces the trials, as it replaces
+        // eval.json, instead of adding them to the first one's.
+        let p = run_dir.trajectories();
+        if p.is_file() {
+            std::fs::remove_file(&p).map_err(|e| TrainError::io(&p, e))?;
+        }
+        run_dir.append_trajectories(&rows)?;
     }
     Ok(report)
 }

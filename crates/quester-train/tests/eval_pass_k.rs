@@ -265,3 +265,19 @@ fn per_task_outcomes_count_first_wins_rewards_and_invalid_plays() {
         assert!((solved as f64 / trials as f64 - ev.pass_at[k]).abs() < 1e-12);
     }
 }
+
+#[test]
+fn a_second_evaluation_into_a_folder_replaces_the_trials() {
+    let cfg = config(1);
+    let dir = tempfile::tempdir().unwrap();
+    let lines = || {
+        std::fs::read_to_string(dir.path().join("trajectories.jsonl"))
+            .unwrap()
+            .lines()
+            .count()
+    };
+    quester_train::api::evaluate(&cfg, None, Some(dir.path())).unwrap();
+    assert_eq!(lines(), 40, "one trial per task");
+    quester_train::api::evaluate(&cfg, None, Some(dir.path())).unwrap();
+    assert_eq!(lines(), 40, "the rerun's trials only, as in eval.json");
+}
