@@ -18,7 +18,8 @@ pub enum CrossAttemptReturn {
     ReferenceRecursion,
 }
 
-/// Discounting of returns. Defaults: LaMer's `step_gamma = 0.95`, `traj_gamma = 0.6`, paper form.
+/// Discounting of returns. Defaults: LaMer's Sokoban script, `step_gamma = 0.95`,
+/// `traj_gamma = 0.9` (its other scripts use 0.6), paper form.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ReturnConfig {
@@ -34,7 +35,7 @@ impl Default for ReturnConfig {
     fn default() -> Self {
         ReturnConfig {
             step_gamma: 0.95,
-            traj_gamma: 0.6,
+            traj_gamma: 0.9,
             form: CrossAttemptReturn::Paper,
         }
     }

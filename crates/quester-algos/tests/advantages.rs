@@ -163,6 +163,7 @@ fn mage_differential_rewards_feed_the_returns() {
     ];
     let c = AdvantageConfig {
         differential_rewards: true,
+        traj_gamma: 0.6,
         ..AdvantageConfig::default()
     };
     let a = compute_advantages(&s, &c).unwrap();

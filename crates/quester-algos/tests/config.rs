@@ -11,7 +11,7 @@ fn defaults_are_lamer_values() {
     let a = AdvantageConfig::default();
     assert_eq!(
         (a.step_gamma, a.traj_gamma, a.step_weight, a.invalid_penalty),
-        (0.95, 0.6, 1.0, 0.5)
+        (0.95, 0.9, 1.0, 0.5)
     );
     assert_eq!(
         (a.estimator, a.normalization, a.return_form),

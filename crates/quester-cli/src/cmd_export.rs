@@ -7,7 +7,7 @@ use quester_model::export::{
     attached_lora_config, export_hf, export_peft, HfExportOptions, TokenizerFiles,
 };
 use quester_model::LoadedModel;
-use quester_train::config::PolicyKind;
+use quester_train::config::{PolicyKind, TrainMode};
 use quester_train::run_dir::RunDir;
 use quester_train::TrainConfig;
 use std::path::{Path, PathBuf};
@@ -57,10 +57,11 @@ pub struct ExportArgs {
 pub fn export(args: ExportArgs) -> anyhow::Result<()> {
     let (run, checkpoint) = locate(&args.source)?;
     let config_path = run.config_path();
-    // Deserialised without `validate()`: export needs only [model] and training.seed, and an
-    // older run's config should not be refused for rules about training it.
+    // Deserialised without `validate()`: export needs only [model], and an older run's config
+    // should not be refused for rules about training it (older layouts are migrated).
     let cfg: TrainConfig = quester_config::read_table(&config_path)
-        .and_then(quester_config::from_table)
+        .map_err(anyhow::Error::from)
+        .and_then(|t| TrainConfig::parse_table(t).map_err(anyhow::Error::from))
         .with_context(|| format!("reading the run's config {}", config_path.display()))?;
     if cfg.model.kind != PolicyKind::Native {
         bail!(
@@ -68,9 +69,10 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
             config_path.display()
         );
     }
-    if args.format == Format::Peft && !cfg.model.lora {
+    let lora = cfg.model.train == TrainMode::Lora;
+    if args.format == Format::Peft && !lora {
         bail!(
-            "--format peft needs a LoRA run, but {} has model.lora = false (a full fine-tune); \
+            "--format peft needs a LoRA run, but {} has model.train = \"full\" (a full fine-tune); \
              use --format hf",
             config_path.display()
         );
@@ -101,7 +103,7 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
     written?;
 
     let what = match args.format {
-        Format::Hf if cfg.model.lora => "Hugging Face model (LoRA merged)".to_string(),
+        Format::Hf if lora => "Hugging Face model (LoRA merged)".to_string(),
         Format::Hf => "Hugging Face model".to_string(),
         Format::Peft => match attached_lora_config(&loaded.model) {
             Some((r, alpha, targets)) => {

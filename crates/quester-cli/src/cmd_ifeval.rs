@@ -193,7 +193,7 @@ fn policy(args: &IfevalArgs) -> anyhow::Result<(Box<dyn Policy>, String)> {
         ));
     }
     let mut cfg = TrainConfig::default();
-    cfg.model.lora = false;
+    cfg.model.train = quester_train::config::TrainMode::Full;
     cfg.model.device = args.device.clone();
     if let Some(m) = &args.model {
         cfg.model.path = m.display().to_string();

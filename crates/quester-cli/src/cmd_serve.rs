@@ -35,7 +35,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
             .with_context(|| format!("config {}", path.display()))?,
         None => {
             let mut table = toml::Table::new();
-            quester_config::apply_overrides(&mut table, &args.overrides)
+            quester_train::config::migrate::apply_overrides(&mut table, &args.overrides)
                 .context("--set overrides")?;
             TrainConfig::from_table(table).context("--set overrides")?
         }

@@ -9,7 +9,7 @@ pub struct TrainArgs {
     /// Preset or config file (TOML), e.g. configs/lamer_sokoban_cpu.toml.
     #[arg(long, short, required_unless_present = "resume")]
     pub config: Option<PathBuf>,
-    /// Dotted overrides, e.g. --set algorithm.traj_gamma=0.6.
+    /// Dotted overrides, e.g. --set algorithm.advantage.traj_gamma=0.6.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub overrides: Vec<String>,
     /// Run directory (config, metrics, checkpoints, trajectories, report).

@@ -66,6 +66,7 @@ method = "lamer"
 num_attempts = 2
 do_reflection = false
 reflection_type = "history_only"
+[algorithm.loss]
 entropy_coef = 0.05
 [rollout]
 tasks_per_step = 1
@@ -73,9 +74,10 @@ group_size = 2
 max_turns = 1
 [training]
 steps = 1
-lr = 0.01
 mini_batch = 16
 checkpoint_every = 0
+[training.optimizer]
+lr = 0.01
 [eval]
 at_end = false
 [output]
@@ -97,7 +99,7 @@ trajectories_per_step = 1
 }
 
 const TINY_LORA: &str =
-    "lora = true\nlora_rank = 4\nlora_alpha = 8.0\nlora_targets = [\"q_proj\", \"v_proj\", \"down_proj\"]";
+    "train = \"lora\"\n[model.lora]\nrank = 4\nalpha = 8.0\ntarget_modules = [\"q_proj\", \"v_proj\", \"down_proj\"]";
 
 /// A LoRA run on the tiny model (under a second).
 fn tiny_lora_run(tmp: &Scratch) -> PathBuf {
@@ -302,7 +304,7 @@ fn lora_run_exports_its_adapter_and_the_merged_model() {
 #[test]
 fn full_fine_tune_exports_hf_and_refuses_peft() {
     let tmp = Scratch::new("full");
-    let run = train(&tmp.path("tiny-full"), s(&tiny_llama()), "lora = false");
+    let run = train(&tmp.path("tiny-full"), s(&tiny_llama()), "train = \"full\"");
     let ckpt = latest(&run);
     let err = fails(quester(&[
         "export",
@@ -417,7 +419,7 @@ fn export_errors_name_the_path() {
 fn default_model_lora_run_exports_a_loadable_hf_model() {
     let tmp = Scratch::new("default-model");
     let lora =
-        "lora = true\nlora_rank = 2\nlora_alpha = 4.0\nlora_targets = [\"q_proj\", \"v_proj\"]";
+        "train = \"lora\"\n[model.lora]\nrank = 2\nalpha = 4.0\ntarget_modules = [\"q_proj\", \"v_proj\"]";
     let run = train(&tmp.path("smol-lora"), "", lora);
     let ckpt = latest(&run);
     let hf = tmp.path("hf");

@@ -15,15 +15,17 @@ method = "empo2"
 num_attempts = 1
 do_reflection = false
 reflection_type = "none"
+[algorithm.advantage]
 signal = "trial_score"
-norm = "mean_std_norm"
+normalization = "mean_std_norm"
 [rollout]
 tasks_per_step = 2
 group_size = 3
 [training]
 steps = 2
-lr = 0.1
 checkpoint_every = 1
+[training.optimizer]
+lr = 0.1
 [eval]
 every = 0
 at_end = false

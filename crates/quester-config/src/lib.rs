@@ -1,4 +1,4 @@
-//! TOML configuration with dotted command-line overrides (`--set algorithm.traj_gamma=0.6`).
+//! TOML configuration with dotted command-line overrides (`--set algorithm.advantage.traj_gamma=0.6`).
 //!
 //! Every config struct in quester derives `Deserialize` with `deny_unknown_fields`, so an unknown
 //! key is reported by serde together with the list of valid keys. This crate only merges text
@@ -19,7 +19,9 @@ pub enum ConfigError {
         path: String,
         source: toml::de::Error,
     },
-    #[error("override `{0}` must look like key=value (for example algorithm.traj_gamma=0.6)")]
+    #[error(
+        "override `{0}` must look like key=value (for example algorithm.advantage.traj_gamma=0.6)"
+    )]
     OverrideSyntax(String),
     #[error("override `{key}`: `{prefix}` is a value, not a table, so it has no key `{rest}`")]
     NotATable {

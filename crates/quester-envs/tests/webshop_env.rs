@@ -442,9 +442,9 @@ fn config_presets_build_the_env() {
             let built = make_env(name, config).unwrap();
             assert_eq!(built.name(), "webshop");
             assert_eq!(built.max_turns(), 12);
-            let algorithm = table["algorithm"].as_table().unwrap();
-            assert_eq!(algorithm["traj_gamma"].as_float(), Some(0.6), "{path}");
-            assert_eq!(algorithm["step_gamma"].as_float(), Some(0.95), "{path}");
+            let advantage = table["algorithm"]["advantage"].as_table().unwrap();
+            assert_eq!(advantage["traj_gamma"].as_float(), Some(0.6), "{path}");
+            assert_eq!(advantage["step_gamma"].as_float(), Some(0.95), "{path}");
             n += 1;
         }
     }

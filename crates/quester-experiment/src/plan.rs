@@ -5,6 +5,7 @@
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
+use quester_train::config::migrate;
 use quester_train::TrainConfig;
 
 use crate::error::ExperimentError;
@@ -267,8 +268,11 @@ impl Plan {
         };
         let config_err = |e: quester_config::ConfigError| wrap(e.into());
         let mut table = quester_config::read_table(&self.presets[index]).map_err(config_err)?;
-        quester_config::apply_overrides(&mut table, &self.set).map_err(config_err)?;
-        quester_config::apply_overrides(&mut table, &run.set).map_err(config_err)?;
+        // The preset and every override are renamed to the current layout on their own, so an
+        // override wins whichever layout each is written in.
+        migrate::migrate_table(&mut table).map_err(wrap)?;
+        migrate::apply_overrides(&mut table, &self.set).map_err(wrap)?;
+        migrate::apply_overrides(&mut table, &run.set).map_err(wrap)?;
         for (key, value) in &self.eval {
             quester_config::set_dotted(&mut table, &format!("eval.{key}"), value.clone())
                 .map_err(config_err)?;

@@ -192,37 +192,37 @@ impl Runner {
             let Some((path, saved)) = self.saved_config(&unit)? else {
                 continue;
             };
-            let cfg = match unit {
-                Unit::Untrained { run } => {
-                    // The training budget does not touch an untrained evaluation.
-                    let mut cfg = self.plan.untrained_config(run)?;
-                    if let Ok(old) = saved
-                        .parse::<toml::Table>()
-                        .map_err(|e| e.to_string())
-                        .and_then(|t| TrainConfig::from_table(t).map_err(|e| e.to_string()))
-                    {
-                        cfg.training.steps = old.training.steps;
-                        cfg.training.max_train_seconds = old.training.max_train_seconds;
-                    }
-                    cfg
-                }
+            // Compared as configs, not as text: a file written before a key was renamed
+            // loads (through the migration) to the same config it ran with.
+            let old = saved
+                .parse::<toml::Table>()
+                .map_err(|e| e.to_string())
+                .and_then(|t| TrainConfig::from_table(t).map_err(|e| e.to_string()));
+            let changed = |why: String| {
+                ExperimentError::results(
+                    &path,
+                    format!(
+                        "{} ran with another config than the plan gives now ({why}); use \
+                         another --dir, or delete {} to run it again",
+                        self.label(&unit),
+                        path.parent().unwrap_or(&path).display()
+                    ),
+                )
+            };
+            let old = old.map_err(|e| changed(format!("its saved config no longer loads: {e}")))?;
+            let mut now = match unit {
+                Unit::Untrained { run } => self.plan.untrained_config(run)?,
                 Unit::Train { run, seed } | Unit::Eval { run, seed } => {
                     self.plan.config(run, seed)?
                 }
             };
-            let now = cfg
-                .to_toml()
-                .map_err(|e| ExperimentError::results(&path, e.to_string()))?;
-            if now != saved {
-                return Err(ExperimentError::results(
-                    &path,
-                    format!(
-                        "{} ran with another config than the plan gives now (the plan or a \
-                         preset changed); use another --dir, or delete {} to run it again",
-                        self.label(&unit),
-                        path.parent().unwrap_or(&path).display()
-                    ),
-                ));
+            if let Unit::Untrained { .. } = unit {
+                // The training budget does not touch an untrained evaluation.
+                now.training.steps = old.training.steps;
+                now.training.max_train_seconds = old.training.max_train_seconds;
+            }
+            if now != old {
+                return Err(changed("the plan or a preset changed".into()));
             }
         }
         Ok(())

@@ -526,3 +526,31 @@ fn a_changed_plan_is_refused_in_a_directory_that_ran_the_old_one() {
         "{msg}"
     );
 }
+
+#[test]
+fn presets_and_overrides_of_either_config_layout_combine() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (l, g) = write_presets(tmp.path());
+    // An old-layout preset (flat `training.lr`) with a new-layout override: the override wins.
+    let path = tmp.path().join("plan.toml");
+    std::fs::write(&path, plan_text(&l, &g, r#""training.optimizer.lr=0.05""#)).unwrap();
+    let p = Plan::load(&path).unwrap();
+    assert_eq!(p.config(0, 3).unwrap().training.optimizer.lr, 0.05);
+    assert_eq!(p.config(1, 3).unwrap().training.optimizer.lr, 0.1);
+    // A directory that ran the old layout continues once the presets are rewritten in the new
+    // one: the saved configs are compared as configs, not as text.
+    let p = plan(tmp.path());
+    let dir = tmp.path().join("exp");
+    let mut first = Runner::new(p, &dir);
+    first.progress = false;
+    first.stop_after_units = Some(3);
+    first.run().unwrap();
+    for preset in [&l, &g] {
+        let mut table: toml::Table = std::fs::read_to_string(preset).unwrap().parse().unwrap();
+        let renamed = quester_train::config::migrate::migrate_table(&mut table).unwrap();
+        assert!(!renamed.is_empty(), "the fixture is in the old layout");
+        std::fs::write(preset, toml::to_string(&table).unwrap()).unwrap();
+    }
+    let rewritten = Runner::new(Plan::load(&path).unwrap(), &dir);
+    rewritten.check_unchanged().unwrap();
+}

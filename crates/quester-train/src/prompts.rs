@@ -133,10 +133,10 @@ impl PromptTemplates {
 
     /// The templates and response prefixes a config asks for.
     pub fn from_config(cfg: &crate::config::TrainConfig) -> Result<Self, TrainError> {
-        let e = &cfg.env;
-        let mut t = Self::load(&e.name, &e.play_prompt, &e.reflect_prompt)?;
-        t.play_prefix = e.play_prefix.clone();
-        t.reflect_prefix = e.reflect_prefix.clone();
+        let p = &cfg.prompt;
+        let mut t = Self::load(&cfg.env.name, &p.play_template, &p.reflect_template)?;
+        t.play_prefix = p.play_prefix.clone();
+        t.reflect_prefix = p.reflect_prefix.clone();
         Ok(t)
     }
 }

@@ -1,11 +1,10 @@
 //! From samples to advantages and losses: the bridge to quester-algos' pure functions.
 
 use quester_algos::{
-    AdvantageConfig, CrossAttemptReturn, Normalization, PolicyLossConfig, ResponseTokens,
-    SampleAdvantages, StepKind, StepRecord, TokenObjective,
+    AdvantageConfig, PolicyLossConfig, ResponseTokens, SampleAdvantages, StepKind, StepRecord,
+    TokenObjective,
 };
 
-use crate::config::{AlgorithmSection, CrossAttemptForm, NormMode};
 use crate::policy::LossValue;
 use crate::sample::{Sample, SampleKind, SampleRole};
 
@@ -29,27 +28,6 @@ pub fn step_record(s: &Sample) -> StepRecord {
     }
 }
 
-/// The advantage settings of an algorithm section.
-pub fn advantage_config(a: &AlgorithmSection) -> AdvantageConfig {
-    AdvantageConfig {
-        estimator: a.estimator.unwrap_or(a.method.default_estimator()),
-        normalization: match a.norm {
-            NormMode::MeanNorm => Normalization::MeanNorm,
-            NormMode::MeanStdNorm => Normalization::MeanStdNorm,
-        },
-        step_weight: a.step_advantage_weight,
-        invalid_penalty: a.invalid_penalty,
-        step_gamma: a.step_gamma,
-        traj_gamma: a.traj_gamma,
-        return_form: match a.cross_attempt {
-            CrossAttemptForm::Paper => CrossAttemptReturn::Paper,
-            CrossAttemptForm::Reference => CrossAttemptReturn::ReferenceRecursion,
-        },
-        signal: a.signal,
-        ..AdvantageConfig::default()
-    }
-}
-
 /// Advantages of every sample (cross-attempt returns, GiGPO / GRPO / RLOO) with a method's
 /// advantage settings.
 pub fn advantages(
@@ -68,19 +46,12 @@ pub fn objective(s: &Sample) -> TokenObjective {
     }
 }
 
-/// The PPO loss settings; the entropy bonus is applied model-side, so it is 0 here. HeRL's
-/// gamma comes from `[herl]`.
-pub fn loss_config(a: &AlgorithmSection) -> PolicyLossConfig {
+/// The PPO loss settings of `[algorithm.loss]` as the loss function takes them: the entropy
+/// bonus is applied model-side, so it is 0 here.
+pub fn loss_config(loss: &PolicyLossConfig) -> PolicyLossConfig {
     PolicyLossConfig {
-        clip_low: a.clip_low,
-        clip_high: a.clip_high,
-        dual_clip: a.dual_clip,
-        aggregation: a.aggregation,
-        min_behaviour_logp: a.min_behaviour_logp,
         entropy_coef: 0.0,
-        kl_coef: a.kl_coef,
-        kl_estimator: a.kl_estimator,
-        ..PolicyLossConfig::default()
+        ..loss.clone()
     }
 }
 

@@ -75,29 +75,68 @@ fn reflections_must_be_written_and_shown() {
 fn clips_and_knobs() {
     refused(
         "lamer_sokoban_cpu.toml",
-        &["algorithm.clip_low=1.0"],
-        "algorithm.clip_low",
+        &["algorithm.loss.clip_low=1.0"],
+        "algorithm.loss.clip_low: must be in [0, 1)",
     );
     refused(
         "lamer_sokoban_cpu.toml",
-        &["algorithm.dual_clip=0.5"],
-        "algorithm.dual_clip",
+        &["algorithm.loss.dual_clip=0.5"],
+        "algorithm.loss.dual_clip",
     );
-    // Dual clip off, the LR schedule, AdamW betas, aggregation and masking are reachable.
+    // An old flat key with a bad value names the new key.
+    refused(
+        "lamer_sokoban_cpu.toml",
+        &["algorithm.clip_low=1.0"],
+        "algorithm.loss.clip_low: must be in [0, 1)",
+    );
+    // The libraries' own checks, under their tables.
+    refused(
+        "lamer_sokoban_cpu.toml",
+        &["algorithm.advantage.anchor_similarity=0"],
+        "algorithm.advantage.anchor_similarity",
+    );
+    refused(
+        "lamer_sokoban_cpu.toml",
+        &["training.optimizer.beta1=1.0"],
+        "training.optimizer.beta1",
+    );
+    refused(
+        "lamer_sokoban_cpu.toml",
+        &["training.optimizer.eps=0"],
+        "training.optimizer.eps",
+    );
+    refused(
+        "lamer_sokoban_cpu.toml",
+        &["model.lora.rank=0"],
+        "model.lora.rank",
+    );
+    // Dual clip off, the LR schedule, every AdamW and LoRA knob, aggregation, masking and the
+    // advantage knobs that had no key before are reachable.
     let c = preset(
         "lamer_sokoban_cpu.toml",
         &[
-            "algorithm.dual_clip=0",
+            "algorithm.loss.dual_clip=0",
             "training.lr_schedule.kind=\"cosine\"",
             "training.lr_schedule.total_steps=100",
-            "training.adam_beta2=0.99",
-            "algorithm.aggregation=\"seq_mean_token_mean\"",
-            "algorithm.min_behaviour_logp=-5.0",
+            "training.optimizer.beta2=0.99",
+            "training.optimizer.eps=1e-6",
+            "algorithm.loss.aggregation=\"seq_mean_token_mean\"",
+            "algorithm.loss.min_behaviour_logp=-5.0",
+            "algorithm.advantage.epsilon=1e-4",
+            "algorithm.advantage.anchor_similarity=0.9",
+            "model.lora.seed=7",
         ],
     )
     .unwrap();
-    assert_eq!(c.algorithm.dual_clip, 0.0);
-    assert_eq!(c.training.adam_beta2, 0.99);
+    assert_eq!(c.algorithm.loss.dual_clip, 0.0);
+    assert_eq!(c.training.optimizer.beta2, 0.99);
+    assert_eq!(c.training.optimizer.eps, 1e-6);
+    assert_eq!(c.algorithm.advantage.epsilon, 1e-4);
+    assert_eq!(c.algorithm.advantage.anchor_similarity, 0.9);
+    assert_eq!(c.model.lora.seed, 7);
+    // Unset, the adapters' seed is the run's.
+    let c = preset("lamer_sokoban_cpu.toml", &["training.seed=5"]).unwrap();
+    assert_eq!(c.model.lora.seed, 5);
     refused(
         "lamer_sokoban_cpu.toml",
         &["training.lr_schedule.kind=\"cosine\""],
@@ -110,27 +149,64 @@ fn a_method_preset_is_checked_against_the_other_keys() {
     // A GRPO run can no longer train GiGPO.
     refused(
         "grpo_sokoban_cpu.toml",
-        &["algorithm.estimator=\"gigpo\""],
-        "algorithm.estimator",
+        &["algorithm.advantage.estimator=\"gigpo\""],
+        "algorithm.advantage.estimator",
     );
     refused(
         "gigpo_sokoban_cpu.toml",
-        &["algorithm.method=\"rloo\"", "algorithm.estimator=\"gigpo\""],
-        "algorithm.estimator",
+        &[
+            "algorithm.method=\"rloo\"",
+            "algorithm.advantage.estimator=\"gigpo\"",
+        ],
+        "algorithm.advantage.estimator",
+    );
+    refused(
+        "grpo_sokoban_cpu.toml",
+        &["algorithm.estimator=\"gigpo\""],
+        "algorithm.advantage.estimator",
     );
     refused(
         "gigpo_sokoban_cpu.toml",
         &["algorithm.num_attempts=3"],
         "algorithm.num_attempts",
     );
-    // Without an explicit estimator, the method's own is used.
+    // Without an explicit estimator, the method's own is filled in (and shown in the resolved
+    // config); LaMer accepts another one (an ablation).
     let c = preset("gigpo_sokoban_cpu.toml", &[]).unwrap();
-    assert_eq!(c.algorithm.estimator, None);
-    let a = quester_train::scoring::advantage_config(&c.algorithm);
-    assert_eq!(a.estimator, quester_algos::Estimator::Gigpo);
+    assert_eq!(
+        c.algorithm.advantage.estimator,
+        quester_algos::Estimator::Gigpo
+    );
     let c = preset("grpo_sokoban_cpu.toml", &[]).unwrap();
-    let a = quester_train::scoring::advantage_config(&c.algorithm);
-    assert_eq!(a.estimator, quester_algos::Estimator::Grpo);
+    assert_eq!(
+        c.algorithm.advantage.estimator,
+        quester_algos::Estimator::Grpo
+    );
+    assert!(c.to_toml().unwrap().contains("estimator = \"grpo\""));
+    let c = preset("lamer_sokoban_cpu.toml", &["algorithm.method=\"lamer\""]).unwrap();
+    assert_eq!(
+        c.algorithm.advantage.estimator,
+        quester_algos::Estimator::Gigpo
+    );
+    let c = preset(
+        "lamer_sokoban_cpu.toml",
+        &["algorithm.advantage.estimator=\"grpo\""],
+    )
+    .unwrap();
+    assert_eq!(
+        c.algorithm.advantage.estimator,
+        quester_algos::Estimator::Grpo
+    );
+    // MAGE's differential rewards are its default, and it refuses to go without them.
+    let c = preset("mage_kuhn_cpu.toml", &[]).unwrap();
+    assert!(c.algorithm.advantage.differential_rewards);
+    refused(
+        "mage_kuhn_cpu.toml",
+        &["algorithm.advantage.differential_rewards=false"],
+        "algorithm.advantage.differential_rewards",
+    );
+    let c = preset("lamer_kuhn_cpu.toml", &[]).unwrap();
+    assert!(!c.algorithm.advantage.differential_rewards);
 }
 
 #[test]
@@ -138,7 +214,7 @@ fn renamed_keys_say_what_to_write() {
     refused(
         "lamer_sokoban_cpu.toml",
         &["rollout.stop=[\"</action>\"]"],
-        "rollout.play_stop",
+        "prompt.play_stop",
     );
 }
 
@@ -153,13 +229,18 @@ fn herl_keys_are_checked() {
     );
     refused(
         "herl_instruction_cpu.toml",
-        &["algorithm.estimator=\"gigpo\""],
-        "algorithm.estimator",
+        &["algorithm.advantage.estimator=\"gigpo\""],
+        "algorithm.advantage.estimator",
+    );
+    refused(
+        "herl_instruction_cpu.toml",
+        &["algorithm.loss.hindsight_gamma=0"],
+        "algorithm.loss.hindsight_gamma",
     );
     refused(
         "herl_instruction_cpu.toml",
         &["herl.hindsight_gamma=0"],
-        "herl.hindsight_gamma",
+        "algorithm.loss.hindsight_gamma",
     );
     refused(
         "herl_instruction_cpu.toml",

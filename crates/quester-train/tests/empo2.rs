@@ -39,32 +39,36 @@ tabular_candidates = ["<action>up</action>", "<action>down</action>", "<action>l
 [env]
 name = "sokoban"
 train_pool = 1
-play_prompt = "sokoban_terse_play"
 [env.settings]
 level = "{level}"
 max_turns = 6
 max_moves_per_turn = 1
+[prompt]
+play_template = "sokoban_terse_play"
+history_window = 0
 [algorithm]
 method = "{method}"
 num_attempts = 1
 do_reflection = false
 reflection_type = "none"
+[algorithm.advantage]
 signal = "trial_score"
-norm = "mean_std_norm"
+normalization = "mean_std_norm"
+[algorithm.loss]
 entropy_coef = 0.0
 [rollout]
 tasks_per_step = 1
 group_size = 8
 max_turns = 6
-history_window = 0
 temperature = 1.0
 [training]
 steps = {steps}
-lr = 0.3
 grad_clip = 0.0
 mini_batch = 512
 seed = {seed}
 checkpoint_every = 0
+[training.optimizer]
+lr = 0.3
 [eval]
 every = 0
 at_start = false
@@ -218,11 +222,11 @@ fn off_policy_samples_train_on_exactly_the_tip_free_prompt() {
         .join("../quester-model/tests/fixtures/tiny-llama")
         .display()
         .to_string();
-    cfg.model.lora_rank = 4;
+    cfg.model.lora.rank = 4;
     cfg.model.max_response_tokens = 8;
     cfg.rollout.max_turns = 2;
     cfg.rollout.group_size = 3;
-    cfg.env.play_prefix = "<action>".into();
+    cfg.prompt.play_prefix = "<action>".into();
     cfg.empo2.max_tip_tokens = 12;
     cfg.empo2.off_policy_below = 1.0;
     cfg.empo2.with_tips_below = 1.0;

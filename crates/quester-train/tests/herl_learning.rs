@@ -77,19 +77,22 @@ method = "{method}"
 num_attempts = 1
 do_reflection = false
 reflection_type = "none"
-norm = "mean_std_norm"
+[algorithm.advantage]
+normalization = "mean_std_norm"
 invalid_penalty = 0.0
+[algorithm.loss]
 entropy_coef = 0.0
 [rollout]
 tasks_per_step = 8
 group_size = 4
 [training]
 steps = {STEPS}
-lr = 0.05
 grad_clip = 0.0
 mini_batch = 512
 seed = {seed}
 checkpoint_every = 0
+[training.optimizer]
+lr = 0.05
 [eval]
 at_start = false
 at_end = false

@@ -30,20 +30,23 @@ method = "{method}"
 num_attempts = {attempts}
 do_reflection = false
 reflection_type = "{memory}"
+[algorithm.advantage]
 traj_gamma = 0.6
-norm = "mean_norm"
+normalization = "mean_norm"
 invalid_penalty = 2.0
+[algorithm.loss]
 entropy_coef = 0.0
 [rollout]
 tasks_per_step = 12
 group_size = {group}
 [training]
 steps = {steps}
-lr = 0.1
 grad_clip = 0.0
 mini_batch = 512
 seed = 11
 checkpoint_every = 0
+[training.optimizer]
+lr = 0.1
 [eval]
 at_end = false
 tasks = 300

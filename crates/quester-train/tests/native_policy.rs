@@ -3,7 +3,7 @@
 //! checkpoint round trip.
 
 use quester_train::api::build_policy;
-use quester_train::config::PolicyKind;
+use quester_train::config::{PolicyKind, TrainMode};
 use quester_train::policy::{ChatMessage, GenRequest, LossValue, SamplingParams, TrainSeq};
 use quester_train::TrainConfig;
 use std::path::Path;
@@ -15,9 +15,9 @@ fn cfg() -> TrainConfig {
         .join("../quester-model/tests/fixtures/tiny-llama")
         .display()
         .to_string();
-    c.model.lora = true;
-    c.model.lora_rank = 4;
-    c.training.lr = 1e-3;
+    c.model.train = TrainMode::Lora;
+    c.model.lora.rank = 4;
+    c.training.optimizer.lr = 1e-3;
     c
 }
 
@@ -235,7 +235,7 @@ fn given_current_logprobs_and_zero_advantage_sequences_train_the_same() {
 #[test]
 fn the_kl_reference_is_the_base_model_and_stays_frozen() {
     let mut c = cfg();
-    c.algorithm.kl_coef = 0.1;
+    c.algorithm.loss.kl_coef = 0.1;
     let mut pol = build_policy(&c).unwrap();
     let gens = sample(pol.as_mut(), "Ref", 2, 20);
     let seqs = train_seqs(&gens, false);
@@ -268,8 +268,8 @@ fn a_full_fine_tune_generates_from_its_updated_weights() {
     // Generation decodes on a packed copy of the base weights; a full fine-tune changes them at
     // every update, so the copy must follow.
     let mut c = cfg();
-    c.model.lora = false;
-    c.training.lr = 1e-2;
+    c.model.train = TrainMode::Full;
+    c.training.optimizer.lr = 1e-2;
     let mut pol = build_policy(&c).unwrap();
     let before = sample(pol.as_mut(), "full", 3, 0);
     let mut seen = Vec::new();

@@ -38,9 +38,9 @@ fn every_preset_parses_and_validates() {
 #[test]
 fn overrides_apply_and_unknown_keys_list_valid_ones() {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/lamer_sokoban_cpu.toml");
-    let cfg = TrainConfig::load(&p, &["algorithm.traj_gamma=0.6".into()]).unwrap();
-    assert_eq!(cfg.algorithm.traj_gamma, 0.6);
-    let e = TrainConfig::load(&p, &["algorithm.traj_gama=0.6".into()])
+    let cfg = TrainConfig::load(&p, &["algorithm.advantage.traj_gamma=0.6".into()]).unwrap();
+    assert_eq!(cfg.algorithm.advantage.traj_gamma, 0.6);
+    let e = TrainConfig::load(&p, &["algorithm.advantage.traj_gama=0.6".into()])
         .unwrap_err()
         .to_string();
     assert!(e.contains("traj_gama") && e.contains("traj_gamma"), "{e}");
@@ -48,8 +48,13 @@ fn overrides_apply_and_unknown_keys_list_valid_ones() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("lamer") && e.contains("grpo"), "{e}");
+    let e = TrainConfig::load(&p, &["algorithm.advantage.traj_gamma=1.5".into()])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("algorithm.advantage.traj_gamma"), "{e}");
+    // An old-style override names the new key too.
     let e = TrainConfig::load(&p, &["algorithm.traj_gamma=1.5".into()])
         .unwrap_err()
         .to_string();
-    assert!(e.contains("algorithm.traj_gamma"), "{e}");
+    assert!(e.contains("algorithm.advantage.traj_gamma"), "{e}");
 }

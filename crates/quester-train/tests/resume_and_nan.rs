@@ -38,7 +38,7 @@ fn logits_of(dir: &Path) -> Vec<f64> {
     let c = cfg();
     let mut p = TabularPolicy::new(
         c.model.tabular_candidates.clone(),
-        c.training.lr,
+        c.training.optimizer.lr,
         c.training.grad_clip,
     );
     let latest = std::fs::read_to_string(dir.join("checkpoints/latest")).unwrap();
@@ -109,9 +109,92 @@ fn a_fresh_run_refuses_a_used_directory_and_resume_refuses_another_config() {
     quester_train::train(&c, &dir, false).unwrap();
     assert!(quester_train::train(&c, &dir, false).is_err());
     let mut other = c.clone();
-    other.algorithm.traj_gamma = 0.5;
+    other.algorithm.advantage.traj_gamma = 0.5;
     let e = quester_train::train(&other, &dir, true).unwrap_err();
     assert!(e.to_string().contains("config differs"), "{e}");
+}
+
+/// The config.resolved.toml an older version wrote for `text` (the new layout): every key at
+/// its old flat place, and none of the keys the old layout did not have.
+fn old_layout(text: &str) -> String {
+    use quester_train::config::migrate::{Values, RENAMES};
+    let mut t: toml::Table = text.parse().unwrap();
+    let table = |t: &mut toml::Table, path: &str| -> toml::Table {
+        let (sec, sub) = path.split_once('.').unwrap();
+        let s = t.get_mut(sec).unwrap().as_table_mut().unwrap();
+        s.remove(sub)
+            .map(|v| v.as_table().unwrap().clone())
+            .unwrap_or_default()
+    };
+    let mut moved = toml::Table::new();
+    for path in [
+        "algorithm.advantage",
+        "algorithm.loss",
+        "training.optimizer",
+        "model.lora",
+    ] {
+        moved.insert(path.into(), toml::Value::Table(table(&mut t, path)));
+    }
+    moved.insert("prompt".into(), t.remove("prompt").unwrap());
+    for r in RENAMES {
+        let (parent, leaf) = r.new.rsplit_once('.').unwrap();
+        let source = if parent == "model" {
+            t.get_mut("model").unwrap().as_table_mut().unwrap()
+        } else {
+            moved.get_mut(parent).unwrap().as_table_mut().unwrap()
+        };
+        let Some(v) = source.remove(leaf) else {
+            continue;
+        };
+        let v = match r.values {
+            Values::Same => v,
+            Values::Strings(map) => {
+                let old = map.iter().find(|(_, n)| Some(*n) == v.as_str()).unwrap().0;
+                toml::Value::String(old.into())
+            }
+            Values::Bool(yes, _) => toml::Value::Boolean(v.as_str() == Some(yes)),
+        };
+        let (sec, key) = r.old.split_once('.').unwrap();
+        t.entry(sec)
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+            .as_table_mut()
+            .unwrap()
+            .insert(key.into(), v);
+    }
+    // What the old layout did not have: the rest of the moved tables, and the estimator (it
+    // was unset, the method's own).
+    t["algorithm"].as_table_mut().unwrap().remove("estimator");
+    toml::to_string_pretty(&t).unwrap()
+}
+
+#[test]
+fn a_run_directory_of_the_old_layout_resumes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let c = cfg();
+    let full = tmp.path().join("full");
+    quester_train::train(&c, &full, false).unwrap();
+    let cut = tmp.path().join("cut");
+    let mut t = Trainer::new(
+        c.clone(),
+        build_policy(&c).unwrap(),
+        env_factory(&c),
+        &cut,
+        false,
+    )
+    .unwrap();
+    t.stop_after = Some(5);
+    t.run().unwrap();
+    let path = cut.join("config.resolved.toml");
+    let old = old_layout(&std::fs::read_to_string(&path).unwrap());
+    assert!(old.contains("traj_gamma") && !old.contains("[algorithm.advantage]"));
+    assert!(old.contains("lr = 0.1") && !old.contains("[training.optimizer]"));
+    std::fs::write(&path, &old).unwrap();
+    let summary = quester_train::resume(&cut).unwrap();
+    assert_eq!(summary.steps, 8);
+    assert_eq!(metrics_without_times(&full), metrics_without_times(&cut));
+    assert_eq!(logits_of(&full), logits_of(&cut));
+    // The saved file is left as it was.
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), old);
 }
 
 /// Wraps the tabular policy and hands the loss NaN log-probs in chosen updates, as an overflow
@@ -176,7 +259,11 @@ fn nan_loss_skips_the_update_and_training_goes_on() {
     c.eval.every = 0;
     let flag = std::rc::Rc::new(std::cell::Cell::new(None));
     let pol = Poisoned {
-        inner: TabularPolicy::new(c.model.tabular_candidates.clone(), c.training.lr, 0.0),
+        inner: TabularPolicy::new(
+            c.model.tabular_candidates.clone(),
+            c.training.optimizer.lr,
+            0.0,
+        ),
         updates: 0,
         poison: vec![1],
         unchanged: flag.clone(),

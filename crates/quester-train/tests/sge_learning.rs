@@ -47,31 +47,34 @@ tabular_candidates = [{candidates}]
 [env]
 name = "sokoban"
 train_pool = 1
-play_prompt = "sge_terse_play"
 [env.settings]
 level = "{level}"
 max_turns = 6
 max_moves_per_turn = 1
+[prompt]
+play_template = "sge_terse_play"
+history_window = 0
 [algorithm]
 method = "{method}"
 num_attempts = 1
 do_reflection = false
 reflection_type = "none"
+[algorithm.advantage]
 signal = "episode_score"
-norm = "mean_std_norm"
+normalization = "mean_std_norm"
 [rollout]
 tasks_per_step = 1
 group_size = 8
 max_turns = 6
-history_window = 0
 temperature = 1.0
 [training]
 steps = {steps}
-lr = 0.3
 grad_clip = 0.0
 mini_batch = 512
 seed = {seed}
 checkpoint_every = 0
+[training.optimizer]
+lr = 0.3
 [eval]
 every = 0
 at_start = false
@@ -296,7 +299,7 @@ fn the_strategy_segment_is_sampled_at_its_own_temperature_token_by_token() {
         .join("../quester-model/tests/fixtures/tiny-llama")
         .display()
         .to_string();
-    cfg.model.lora_rank = 4;
+    cfg.model.lora.rank = 4;
     cfg.model.max_response_tokens = 24;
     cfg.rollout.max_turns = 1;
     cfg.rollout.group_size = 4;

@@ -25,26 +25,29 @@ name = "sokoban"
 level = "{level}"
 max_turns = 6
 max_moves_per_turn = 1
+[prompt]
+history_window = 0
 [algorithm]
 method = "grpo"
 num_attempts = 1
 do_reflection = false
 reflection_type = "none"
+[algorithm.advantage]
 estimator = "grpo"
 signal = "episode_score"
-norm = "mean_std_norm"
+normalization = "mean_std_norm"
 [rollout]
 tasks_per_step = 4
 group_size = 8
 max_turns = 6
-history_window = 0
 [training]
 steps = {steps}
-lr = 0.1
 grad_clip = 0.0
 mini_batch = 512
 seed = 3
 checkpoint_every = 0
+[training.optimizer]
+lr = 0.1
 [eval]
 every = 0
 at_start = true
@@ -99,7 +102,7 @@ fn a_kl_penalty_without_a_reference_model_is_a_clear_error() {
     let level = tmp.path().join("level.txt");
     std::fs::write(&level, LEVEL).unwrap();
     let mut cfg = config(&level, 1);
-    cfg.algorithm.kl_coef = 0.1;
+    cfg.algorithm.loss.kl_coef = 0.1;
     cfg.eval.at_start = false;
     let mut t = Trainer::new(
         cfg.clone(),

@@ -45,8 +45,8 @@ pub enum Signal {
     TrialScore,
 }
 
-/// Advantage settings. Defaults are LaMer's: GiGPO, `mean_norm`, w = 1, penalty 0.5,
-/// step_gamma 0.95, traj_gamma 0.6, the paper's return form.
+/// Advantage settings. Defaults are LaMer's (Sokoban script): GiGPO, `mean_norm`, w = 1,
+/// penalty 0.5, step_gamma 0.95, traj_gamma 0.9, the paper's return form.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AdvantageConfig {

@@ -16,7 +16,7 @@
 //!    `herl.train_under = "original"`, the task's own) with `-A rho / (rho + gamma)`.
 //!
 //! GRPO advantages are computed over the revised group; the policy's own tokens keep the clipped
-//! objective (dual clip from `algorithm.dual_clip`). Rewrites not chosen and the responses whose
+//! objective (dual clip from `algorithm.loss.dual_clip`). Rewrites not chosen and the responses whose
 //! slot was taken stay in the trial, logged but not trained, so the trajectory browser shows
 //! them.
 
@@ -63,10 +63,9 @@ pub struct HerlConfig {
     pub max_candidates: usize,
     /// Temperature of the rewrites (top-p 1, no top-k).
     pub rewrite_temperature: f64,
-    /// Context the hindsight sample is trained under.
+    /// Context the hindsight sample is trained under. (The gamma of the hindsight objective
+    /// `-A rho / (rho + gamma)` is `algorithm.loss.hindsight_gamma`.)
     pub train_under: HindsightContext,
-    /// gamma of the hindsight objective `-A rho / (rho + gamma)`.
-    pub hindsight_gamma: f64,
     /// The hindsight prompt (see [`HINDSIGHT_TEMPLATE`] for its placeholders).
     pub template: String,
 }
@@ -78,7 +77,6 @@ impl Default for HerlConfig {
             max_candidates: 16,
             rewrite_temperature: 0.3,
             train_under: HindsightContext::Hindsight,
-            hindsight_gamma: 1.0,
             template: HINDSIGHT_TEMPLATE.to_string(),
         }
     }
@@ -98,8 +96,9 @@ pub fn validate(cfg: &TrainConfig) -> Result<(), TrainError> {
     if !(h.rewrite_temperature.is_finite() && h.rewrite_temperature >= 0.0) {
         return bad("herl.rewrite_temperature", "must be finite and >= 0");
     }
-    if !(h.hindsight_gamma.is_finite() && h.hindsight_gamma > 0.0) {
-        return bad("herl.hindsight_gamma", "must be finite and > 0");
+    let gamma = cfg.algorithm.loss.hindsight_gamma;
+    if !(gamma.is_finite() && gamma > 0.0) {
+        return bad("algorithm.loss.hindsight_gamma", "must be finite and > 0");
     }
     for key in ["{instruction}", "{unmet}", "{draft}"] {
         if !h.template.contains(key) {
@@ -262,7 +261,7 @@ impl Herl {
             top_p: 1.0,
             top_k: 0,
             max_new_tokens: c.model.max_response_tokens,
-            stop: c.rollout.play_stop.clone(),
+            stop: c.prompt.play_stop.clone(),
             seed,
             ..SamplingParams::default()
         }

@@ -50,6 +50,14 @@ pub fn validate(cfg: &TrainConfig) -> Result<(), TrainError> {
             super::opponents::env_names()
         )));
     }
+    if !cfg.algorithm.advantage.differential_rewards {
+        return Err(TrainError::Config(
+            "algorithm.advantage.differential_rewards: method \"mage\" trains on differential \
+             attempt rewards (true, its default); for plain rewards against an opponent pool use \
+             method \"lamer\" with the same [opponents] table"
+                .into(),
+        ));
+    }
     let c = cfg.mage.length_penalty_coef;
     if !(c >= 0.0 && c.is_finite()) {
         return Err(TrainError::Config(
@@ -105,11 +113,10 @@ impl TrainingMethod for Mage {
         }
     }
 
+    /// `[algorithm.advantage]`, whose `differential_rewards` is true (the default for MAGE,
+    /// and `validate` refuses false).
     fn advantage_config(&self) -> AdvantageConfig {
-        AdvantageConfig {
-            differential_rewards: true,
-            ..self.common.advantage_config()
-        }
+        self.common.advantage_config()
     }
 }
 

@@ -139,10 +139,12 @@ pub fn validate(cfg: &TrainConfig) -> Result<(), TrainError> {
     let a = &cfg.algorithm;
     let m = a.method;
     if m.is_baseline() {
-        if let Some(e) = a.estimator.filter(|&e| e != m.default_estimator()) {
+        let e = a.advantage.estimator;
+        if e != m.default_estimator() {
             return Err(TrainError::Config(format!(
-                "algorithm.estimator = {e:?} contradicts algorithm.method = \"{}\", which trains \
-                 with {:?}; remove algorithm.estimator, or choose the method of that estimator",
+                "algorithm.advantage.estimator = {e:?} contradicts algorithm.method = \"{}\", \
+                 which trains with {:?}; remove algorithm.advantage.estimator, or choose the \
+                 method of that estimator",
                 m.name(),
                 m.default_estimator()
             )));
@@ -181,10 +183,11 @@ pub fn validate_single_episode_grpo(cfg: &TrainConfig, method: &str) -> Result<(
             "algorithm.num_attempts: method \"{method}\" trains single episodes (1)"
         )));
     }
-    if let Some(e) = a.estimator.filter(|&e| e != quester_algos::Estimator::Grpo) {
+    let e = a.advantage.estimator;
+    if e != quester_algos::Estimator::Grpo {
         return Err(TrainError::Config(format!(
-            "algorithm.estimator = {e:?}: method \"{method}\" computes GRPO advantages; remove \
-             algorithm.estimator"
+            "algorithm.advantage.estimator = {e:?}: method \"{method}\" computes GRPO \
+             advantages; remove algorithm.advantage.estimator"
         )));
     }
     Ok(())
@@ -285,17 +288,17 @@ impl Common {
         do_reflection: bool,
         reflection_type: ReflectionType,
     ) -> RolloutSpec {
-        let r = &self.cfg.rollout;
+        let p = &self.cfg.prompt;
         RolloutSpec {
             num_attempts,
             do_reflection,
             reflection_type,
-            max_turns: r.max_turns,
-            history_window: r.history_window,
-            full_observations: r.full_observations,
-            max_reflection_chars: r.max_reflection_chars,
-            play_sampling: self.sampling(eval, &r.play_stop),
-            reflect_sampling: self.sampling(eval, &r.reflect_stop),
+            max_turns: self.cfg.rollout.max_turns,
+            history_window: p.history_window,
+            full_observations: p.full_observations,
+            max_reflection_chars: p.max_reflection_chars,
+            play_sampling: self.sampling(eval, &p.play_stop),
+            reflect_sampling: self.sampling(eval, &p.reflect_stop),
             privileged_reflection: false,
             required_tag: None,
             templates: self.templates.clone(),
@@ -322,8 +325,9 @@ impl Common {
         self.spec(eval, n, a.do_reflection, a.reflection_type)
     }
 
-    /// The advantage settings of `[algorithm]`, with the method's estimator when none is set.
+    /// The advantage settings: `[algorithm.advantage]` as configured (the method's estimator,
+    /// and MAGE's differential rewards, filled in where the key was absent).
     pub fn advantage_config(&self) -> AdvantageConfig {
-        crate::scoring::advantage_config(&self.cfg.algorithm)
+        self.cfg.algorithm.advantage.clone()
     }
 }

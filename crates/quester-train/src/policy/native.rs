@@ -8,8 +8,7 @@ use quester_model::train_step::{
     LossKind, TrainBatch, TrainSequence, TrainStep, TrainStepConfig, TrainStepError, TrainableModel,
 };
 use quester_model::{
-    ChatMessage as MChat, ChatTemplate, DecodeWeights, GenerationRequest, LoraConfig, Model,
-    Tokenizer,
+    ChatMessage as MChat, ChatTemplate, DecodeWeights, GenerationRequest, Model, Tokenizer,
 };
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -17,7 +16,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use super::{
     ChatMessage, GenRequest, Generation, LossValue, Policy, TrainSeq, TrainablePolicy, UpdateStats,
 };
-use crate::config::TrainConfig;
+use crate::config::{TrainConfig, TrainMode};
 use crate::error::TrainError;
 
 /// The model wrapped for quester-model's training step.
@@ -54,7 +53,7 @@ pub struct NativePolicy {
     template: ChatTemplate,
     pad_id: u32,
     micro_batch: usize,
-    /// The frozen reference of the KL penalty (only when `algorithm.kl_coef > 0`): the base
+    /// The frozen reference of the KL penalty (only when `algorithm.loss.kl_coef > 0`): the base
     /// model under LoRA (its weights never change), a copy of the initial weights otherwise.
     reference: Option<Model>,
     /// The base matrices packed for generation, made at the first rollout and kept until the
@@ -144,9 +143,10 @@ fn prefix_order(seqs: &[TrainSequence]) -> Vec<usize> {
     order
 }
 
-/// The config's base model on `model.device`, with the LoRA adapter attached (freshly
-/// initialised from `training.seed`) when `model.lora`: the model `build` trains and a
-/// checkpoint's weights fit (`quester export` loads runs with it).
+/// The config's base model on `model.device`, with the LoRA adapter of `[model.lora]` attached
+/// (freshly initialised from `model.lora.seed`, which is `training.seed` unless given) when
+/// `model.train = "lora"`: the model `build` trains and a checkpoint's weights fit (`quester
+/// export` loads runs with it).
 pub fn load_model(cfg: &TrainConfig) -> Result<quester_model::LoadedModel, TrainError> {
     let device = quester_model::parse_device(&cfg.model.device)
         .map_err(|e| TrainError::Config(format!("model.device: {e}")))?;
@@ -158,16 +158,11 @@ pub fn load_model(cfg: &TrainConfig) -> Result<quester_model::LoadedModel, Train
     if !device.is_cpu() {
         loaded.model = loaded.model.to_device(&device).map_err(err)?;
     }
-    if cfg.model.lora {
+    if cfg.model.train == TrainMode::Lora {
         loaded
             .model
-            .attach_lora(&LoraConfig {
-                rank: cfg.model.lora_rank,
-                alpha: cfg.model.lora_alpha,
-                target_modules: cfg.model.lora_targets.clone(),
-                seed: cfg.training.seed,
-            })
-            .map_err(|e| TrainError::Config(format!("model.lora_*: {e}")))?;
+            .attach_lora(&cfg.model.lora)
+            .map_err(|e| TrainError::Config(format!("model.lora: {e}")))?;
     }
     Ok(loaded)
 }
@@ -176,21 +171,18 @@ pub fn load_model(cfg: &TrainConfig) -> Result<quester_model::LoadedModel, Train
 pub fn build(cfg: &TrainConfig) -> Result<Box<dyn super::TrainablePolicy>, TrainError> {
     let loaded = load_model(cfg)?;
     let model = loaded.model;
-    let reference = match (cfg.algorithm.kl_coef > 0.0, cfg.model.lora) {
+    let reference = match (cfg.algorithm.loss.kl_coef > 0.0, cfg.model.train) {
         (false, _) => None,
-        (true, true) => Some(model.without_lora()),
-        (true, false) => Some(model.deep_clone().map_err(err)?),
+        (true, TrainMode::Lora) => Some(model.without_lora()),
+        (true, TrainMode::Full) => Some(model.deep_clone().map_err(err)?),
     };
-    let mut tcfg = TrainStepConfig {
+    let tcfg = TrainStepConfig {
         loss: LossKind::Coefficients,
         max_grad_norm: cfg.training.grad_clip,
+        optimizer: cfg.training.optimizer.clone(),
+        schedule: cfg.training.lr_schedule.clone(),
         ..TrainStepConfig::default()
     };
-    tcfg.optimizer.lr = cfg.training.lr;
-    tcfg.optimizer.weight_decay = cfg.training.weight_decay;
-    tcfg.optimizer.beta1 = cfg.training.adam_beta1;
-    tcfg.optimizer.beta2 = cfg.training.adam_beta2;
-    tcfg.schedule = cfg.training.lr_schedule.clone();
     let pad_id = loaded.tokenizer.eos_ids().first().copied().unwrap_or(0);
     let step = TrainStep::new(PolicyModel(model), tcfg).map_err(err)?;
     Ok(Box::new(NativePolicy {

@@ -84,7 +84,7 @@ impl<'a> Trainer<'a> {
         if resume && run.config_path().exists() {
             let saved = std::fs::read_to_string(run.config_path())
                 .map_err(|e| TrainError::io(&run.config_path(), e))?;
-            if saved != text {
+            if !cfg.matches_saved(&saved)? {
                 return Err(TrainError::Resume(format!(
                     "the config differs from {}; resume with the run's own config",
                     run.config_path().display()
@@ -418,13 +418,10 @@ impl<'a> Trainer<'a> {
         step: usize,
     ) -> Result<(Vec<UpdateStats>, Vec<f64>), TrainError> {
         let t = self.cfg.training.clone();
-        let kl_on = self.cfg.algorithm.kl_coef > 0.0;
+        let kl_on = self.cfg.algorithm.loss.kl_coef > 0.0;
         let mut kls = Vec::new();
-        let lcfg = quester_algos::PolicyLossConfig {
-            hindsight_gamma: self.cfg.herl.hindsight_gamma,
-            ..scoring::loss_config(&self.cfg.algorithm)
-        };
-        let entropy_coef = self.cfg.algorithm.entropy_coef;
+        let lcfg = scoring::loss_config(&self.cfg.algorithm.loss);
+        let entropy_coef = self.cfg.algorithm.loss.entropy_coef;
         let mut stats = Vec::new();
         let (old_all, is_current) =
             old_logprobs(self.policy.as_mut(), samples, self.cfg.training.mini_batch)?;
@@ -462,8 +459,8 @@ impl<'a> Trainer<'a> {
                 let reference = if kl_on {
                     Some(self.policy.reference_logprobs(&seqs)?.ok_or_else(|| {
                         TrainError::Policy(
-                            "algorithm.kl_coef > 0 needs a reference model, which this policy \
-                             does not have (set algorithm.kl_coef = 0)"
+                            "algorithm.loss.kl_coef > 0 needs a reference model, which this \
+                             policy does not have (set algorithm.loss.kl_coef = 0)"
                                 .into(),
                         )
                     })?)

@@ -33,17 +33,19 @@ method = "lamer"
 num_attempts = 2
 do_reflection = false
 reflection_type = "history_only"
+[algorithm.advantage]
 traj_gamma = {traj_gamma}
 [rollout]
 tasks_per_step = 16
 group_size = 8
 [training]
 steps = {steps}
-lr = 0.1
 grad_clip = 0.0
 mini_batch = 64
 seed = 7
 checkpoint_every = 0
+[training.optimizer]
+lr = 0.1
 [eval]
 every = 0
 at_end = true
@@ -68,9 +70,9 @@ pub fn grpo_bandit(steps: usize) -> TrainConfig {
     c.algorithm.method = quester_train::config::Method::Grpo;
     c.algorithm.num_attempts = 1;
     c.algorithm.reflection_type = quester_train::config::ReflectionType::None;
-    c.algorithm.estimator = Some(quester_algos::Estimator::Grpo);
-    c.algorithm.signal = quester_algos::Signal::EpisodeScore;
-    c.algorithm.norm = quester_train::config::NormMode::MeanStdNorm;
+    c.algorithm.advantage.estimator = quester_algos::Estimator::Grpo;
+    c.algorithm.advantage.signal = quester_algos::Signal::EpisodeScore;
+    c.algorithm.advantage.normalization = quester_algos::Normalization::MeanStdNorm;
     c.rollout.group_size = 16;
     c
 }

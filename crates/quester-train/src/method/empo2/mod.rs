@@ -15,7 +15,7 @@
 //!
 //! A prompt that retrieved n tips earns the intrinsic reward `intrinsic_coef / (n + 1)` in its
 //! episode score (0, the default, is the reference code, which only logs it). Advantages are
-//! GRPO's over each rollout's summed reward (`algorithm.signal = "trial_score"`). Evaluation
+//! GRPO's over each rollout's summed reward (`algorithm.advantage.signal = "trial_score"`). Evaluation
 //! never sees tips. The memory is saved in every checkpoint.
 
 pub mod memory;

@@ -1,6 +1,16 @@
-//! The training configuration: one serde struct with sections model / env / algorithm /
-//! rollout / training / eval / output. Defaults are the LaMer paper's values (Sokoban script);
-//! the CPU presets in configs/ shrink the sizes, never the method.
+//! The training configuration: one serde struct with sections model / env / prompt /
+//! algorithm / rollout / training / eval / output (and the methods' own tables). Where a
+//! library has a config struct of its own, the section holds it whole: `[algorithm.advantage]`
+//! is quester-algos' `AdvantageConfig`, `[algorithm.loss]` its `PolicyLossConfig`,
+//! `[training.optimizer]` quester-model's `AdamWConfig`, `[training.lr_schedule]` its
+//! `LrSchedule` and `[model.lora]` its `LoraConfig`, so every knob of those structs is a key.
+//! Defaults are the LaMer paper's values (Sokoban script); the CPU presets in configs/ shrink
+//! the sizes, never the method.
+//!
+//! Files written for the older flat layout (`algorithm.clip_low`, `training.lr`,
+//! `model.lora_rank`, ...) still load: [`migrate`] renames their keys, with a warning each.
+
+pub mod migrate;
 
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -13,6 +23,7 @@ use crate::error::TrainError;
 pub struct TrainConfig {
     pub model: ModelSection,
     pub env: EnvSection,
+    pub prompt: PromptSection,
     pub algorithm: AlgorithmSection,
     pub rollout: RolloutSection,
     pub training: TrainingSection,
@@ -41,6 +52,17 @@ pub enum PolicyKind {
     Tabular,
 }
 
+/// What a native model trains.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum TrainMode {
+    /// LoRA adapters (`[model.lora]`) on the frozen base weights.
+    #[default]
+    Lora,
+    /// Every weight (a full fine-tune; `[model.lora]` is not used).
+    Full,
+}
+
 /// `[model]`: what policy, loaded from where, trained how (LoRA or full).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -50,17 +72,18 @@ pub struct ModelSection {
     pub path: String,
     /// Where the native model runs: "cpu", "cuda" or "cuda:N" (a build with the `cuda` feature).
     pub device: String,
-    /// Train LoRA adapters (true) or all weights (false).
-    pub lora: bool,
-    pub lora_rank: usize,
-    pub lora_alpha: f64,
-    pub lora_targets: Vec<String>,
+    /// Train LoRA adapters ("lora") or all weights ("full").
+    pub train: TrainMode,
     /// Maximum new tokens per response.
     pub max_response_tokens: usize,
     /// Candidate responses of the tabular policy.
     pub tabular_candidates: Vec<String>,
     /// The tabular policy's optimiser: Adam (true) or plain SGD.
     pub tabular_adam: bool,
+    /// The LoRA adapters (quester-model's `LoraConfig`: rank, alpha, target_modules, seed),
+    /// used when `train = "lora"`. `seed` (of the A initialisation) is `training.seed` when
+    /// not given. Last, because a TOML table must follow the plain values of its section.
+    pub lora: quester_model::LoraConfig,
 }
 
 impl Default for ModelSection {
@@ -69,29 +92,16 @@ impl Default for ModelSection {
             kind: PolicyKind::Native,
             path: String::new(),
             device: "cpu".into(),
-            lora: true,
-            lora_rank: 16,
-            lora_alpha: 32.0,
-            lora_targets: [
-                "q_proj",
-                "k_proj",
-                "v_proj",
-                "o_proj",
-                "gate_proj",
-                "up_proj",
-                "down_proj",
-            ]
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
+            train: TrainMode::Lora,
             max_response_tokens: 1024,
             tabular_candidates: Vec::new(),
             tabular_adam: true,
+            lora: quester_model::LoraConfig::default(),
         }
     }
 }
 
-/// `[env]`: which environment, its own settings, seeds and prompt templates.
+/// `[env]`: which environment, its own settings and seeds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct EnvSection {
@@ -105,16 +115,6 @@ pub struct EnvSection {
     /// Evaluation tasks use seeds `eval_seed_base .. eval_seed_base + eval.tasks`, disjoint from
     /// training seeds.
     pub eval_seed_base: u64,
-    /// Play prompt template overriding the env's built-in one (empty = built-in): a file path,
-    /// or a built-in name such as `sokoban_terse_play` (configs/prompts/sokoban_terse_play.txt, embedded).
-    pub play_prompt: String,
-    /// Reflection prompt template, likewise (e.g. `sokoban_terse_reflect`).
-    pub reflect_prompt: String,
-    /// Text every play response is forced to start with, e.g. `<action>` (the model continues
-    /// after it; the environment sees prefix + response). Empty: none. Small models need it.
-    pub play_prefix: String,
-    /// The same for reflections, e.g. `<remark>`.
-    pub reflect_prefix: String,
     /// The environment's own config table (keys of that env's config struct). Last, because a
     /// TOML table must follow the plain values of its section.
     pub settings: toml::Table,
@@ -128,10 +128,6 @@ impl Default for EnvSection {
             train_seed_base: 0,
             train_pool: 0,
             eval_seed_base: 1_000_000_000,
-            play_prompt: String::new(),
-            reflect_prompt: String::new(),
-            play_prefix: String::new(),
-            reflect_prefix: String::new(),
         }
     }
 }
@@ -145,6 +141,52 @@ impl EnvSection {
             i
         };
         self.train_seed_base + i as u64
+    }
+}
+
+/// `[prompt]`: what the policy is shown and how its responses open and end: templates,
+/// forced openings, stop strings and the memory of earlier turns and attempts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PromptSection {
+    /// Play prompt template overriding the env's built-in one (empty = built-in): a file path,
+    /// or a built-in name such as `sokoban_terse_play` (configs/prompts/sokoban_terse_play.txt,
+    /// embedded).
+    pub play_template: String,
+    /// Reflection prompt template, likewise (e.g. `sokoban_terse_reflect`).
+    pub reflect_template: String,
+    /// Text every play response is forced to start with, e.g. `<action>` (the model continues
+    /// after it; the environment sees prefix + response). Empty: none. Small models need it.
+    pub play_prefix: String,
+    /// The same for reflections, e.g. `<remark>`.
+    pub reflect_prefix: String,
+    /// A play response ends at the first of these strings (kept in its text): the closing tag
+    /// of the action, so no tokens are spent after the answer.
+    pub play_stop: Vec<String>,
+    /// The same for reflections: their own list, so a reflection that quotes an action is not
+    /// cut inside it.
+    pub reflect_stop: Vec<String>,
+    /// Recent turns of the current attempt shown in the prompt.
+    pub history_window: usize,
+    /// Of those, how many most recent observations are shown in full.
+    pub full_observations: usize,
+    /// Reflections are cut to this many characters.
+    pub max_reflection_chars: usize,
+}
+
+impl Default for PromptSection {
+    fn default() -> Self {
+        Self {
+            play_template: String::new(),
+            reflect_template: String::new(),
+            play_prefix: String::new(),
+            reflect_prefix: String::new(),
+            play_stop: vec!["</action>".into()],
+            reflect_stop: vec!["</remark>".into()],
+            history_window: 7,
+            full_observations: 2,
+            max_reflection_chars: 2000,
+        }
     }
 }
 
@@ -191,7 +233,8 @@ impl Method {
         }
     }
 
-    /// The advantage estimator the method uses when `algorithm.estimator` is not set.
+    /// The advantage estimator the method uses when `algorithm.advantage.estimator` is not set
+    /// (filled into the table before deserialising, so config.resolved.toml shows it).
     pub fn default_estimator(self) -> quester_algos::Estimator {
         match self {
             Method::Grpo | Method::Herl | Method::Sge | Method::Empo2 => {
@@ -208,16 +251,6 @@ impl Method {
     }
 }
 
-/// How the cross-attempt return is formed (see docs/lamer.md).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CrossAttemptForm {
-    /// Paper Eq. 4-5: G = g + sum_m traj_gamma^(m-n) g_0^(m).
-    Paper,
-    /// Reference code's backward recursion (extra step_gamma factors across attempts).
-    Reference,
-}
-
 /// What earlier attempts leave in the play prompt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -229,15 +262,8 @@ pub enum ReflectionType {
     None,
 }
 
-/// Advantage normalisation inside groups.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum NormMode {
-    MeanNorm,
-    MeanStdNorm,
-}
-
-/// `[algorithm]`: method, returns, advantages, loss.
+/// `[algorithm]`: the method and its trials; the advantage and loss settings are the
+/// libraries' own tables.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AlgorithmSection {
@@ -246,33 +272,16 @@ pub struct AlgorithmSection {
     pub num_attempts: usize,
     pub do_reflection: bool,
     pub reflection_type: ReflectionType,
-    pub step_gamma: f64,
-    pub traj_gamma: f64,
-    pub cross_attempt: CrossAttemptForm,
-    /// The advantage estimator (gigpo | grpo | rloo); unset = the method's own. The baselines
-    /// refuse another one (a GRPO run cannot train GiGPO); LaMer and MAGE accept any (ablations).
-    pub estimator: Option<quester_algos::Estimator>,
-    /// What GRPO / RLOO compare (return | episode_score | trial_score); GiGPO ignores it.
-    pub signal: quester_algos::Signal,
-    /// Weight w of the step advantage A^S (GiGPO).
-    pub step_advantage_weight: f64,
-    pub norm: NormMode,
-    pub invalid_penalty: f64,
-    pub clip_low: f64,
-    pub clip_high: f64,
-    /// Dual clip c (> 1) for negative advantages; 0 = off.
-    pub dual_clip: f64,
-    /// How token losses become one number: token_mean | seq_mean_token_mean | seq_mean_token_sum.
-    pub aggregation: quester_algos::Aggregation,
-    /// Drop a response from the loss when its smallest behaviour log-prob is below this
-    /// (EMPO2's low-probability masking, e.g. -5); unset = keep all.
-    pub min_behaviour_logp: Option<f64>,
-    pub entropy_coef: f64,
-    /// Weight of the KL penalty to the reference model (the base model under LoRA, the initial
-    /// weights in a full fine-tune); 0 = off, and no reference pass is run.
-    pub kl_coef: f64,
-    /// KL estimator from the sampled token: k1 | k3 (low variance, verl's `low_var_kl`).
-    pub kl_estimator: quester_algos::KlEstimator,
+    /// `[algorithm.advantage]`: quester-algos' `AdvantageConfig` (estimator, normalization,
+    /// step_weight, epsilon, invalid_penalty, step_gamma, traj_gamma, return_form, signal,
+    /// differential_rewards, anchor_similarity). The method decides the defaults of `estimator`
+    /// (its own; the baselines refuse another one, LaMer and MAGE accept any) and MAGE's
+    /// `differential_rewards = true`.
+    pub advantage: quester_algos::AdvantageConfig,
+    /// `[algorithm.loss]`: quester-algos' `PolicyLossConfig` (clip_low, clip_high, dual_clip,
+    /// aggregation, entropy_coef, kl_coef, kl_estimator, min_behaviour_logp, hindsight_gamma).
+    /// The entropy bonus is applied model-side; `kl_coef > 0` runs a reference pass.
+    pub loss: quester_algos::PolicyLossConfig,
 }
 
 impl Default for AlgorithmSection {
@@ -282,27 +291,13 @@ impl Default for AlgorithmSection {
             num_attempts: 3,
             do_reflection: true,
             reflection_type: ReflectionType::ReflectionOnly,
-            step_gamma: 0.95,
-            traj_gamma: 0.9,
-            cross_attempt: CrossAttemptForm::Paper,
-            estimator: None,
-            signal: quester_algos::Signal::Return,
-            step_advantage_weight: 1.0,
-            norm: NormMode::MeanNorm,
-            invalid_penalty: 0.5,
-            clip_low: 0.2,
-            clip_high: 0.2,
-            dual_clip: 3.0,
-            aggregation: quester_algos::Aggregation::TokenMean,
-            min_behaviour_logp: None,
-            entropy_coef: 0.001,
-            kl_coef: 0.0,
-            kl_estimator: quester_algos::KlEstimator::K3,
+            advantage: quester_algos::AdvantageConfig::default(),
+            loss: quester_algos::PolicyLossConfig::default(),
         }
     }
 }
 
-/// `[rollout]`: batch shape, sampling, prompt memory.
+/// `[rollout]`: batch shape and sampling.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RolloutSection {
@@ -316,18 +311,6 @@ pub struct RolloutSection {
     pub top_k: usize,
     /// Turns per attempt; 0 = the environment's own limit.
     pub max_turns: usize,
-    /// Recent turns of the current attempt shown in the prompt.
-    pub history_window: usize,
-    /// Of those, how many most recent observations are shown in full.
-    pub full_observations: usize,
-    /// Reflections are cut to this many characters.
-    pub max_reflection_chars: usize,
-    /// A play response ends at the first of these strings (kept in its text): the closing tag
-    /// of the action, so no tokens are spent after the answer.
-    pub play_stop: Vec<String>,
-    /// The same for reflections: their own list, so a reflection that quotes an action is not
-    /// cut inside it.
-    pub reflect_stop: Vec<String>,
 }
 
 impl Default for RolloutSection {
@@ -339,11 +322,6 @@ impl Default for RolloutSection {
             top_p: 1.0,
             top_k: 0,
             max_turns: 0,
-            history_window: 7,
-            full_observations: 2,
-            max_reflection_chars: 2000,
-            play_stop: vec!["</action>".into()],
-            reflect_stop: vec!["</remark>".into()],
         }
     }
 }
@@ -353,8 +331,6 @@ impl Default for RolloutSection {
 #[serde(deny_unknown_fields, default)]
 pub struct TrainingSection {
     pub steps: usize,
-    pub lr: f64,
-    pub weight_decay: f64,
     /// Turn-samples per PPO mini-batch.
     pub mini_batch: usize,
     /// Sequences per forward/backward pass inside a mini-batch (gradients are accumulated), so
@@ -362,9 +338,6 @@ pub struct TrainingSection {
     pub micro_batch: usize,
     pub ppo_epochs: usize,
     pub grad_clip: f64,
-    /// AdamW's moment decays.
-    pub adam_beta1: f64,
-    pub adam_beta2: f64,
     pub seed: u64,
     /// Checkpoint every this many steps (and always at the end); 0 = only at the end.
     pub checkpoint_every: usize,
@@ -373,9 +346,12 @@ pub struct TrainingSection {
     /// resumed run the time adds up. Runs cut by time are not reproducible on another machine.
     #[serde(skip_serializing_if = "is_zero")]
     pub max_train_seconds: f64,
+    /// `[training.optimizer]`: quester-model's `AdamWConfig` (lr, beta1, beta2, eps,
+    /// weight_decay); the tabular policy uses `lr` only. The tables come last, because a TOML
+    /// table must follow the plain values of its section.
+    pub optimizer: quester_model::optim::AdamWConfig,
     /// The learning-rate schedule (quester-model's own table: kind, warmup_steps, total_steps,
-    /// min_lr_ratio), counted in optimiser updates (mini-batches), not training steps. Last,
-    /// because a TOML table must follow the plain values of its section.
+    /// min_lr_ratio), counted in optimiser updates (mini-batches), not training steps.
     pub lr_schedule: quester_model::optim::LrSchedule,
 }
 
@@ -383,17 +359,14 @@ impl Default for TrainingSection {
     fn default() -> Self {
         Self {
             steps: 300,
-            lr: 1e-6,
-            weight_decay: 0.01,
             mini_batch: 64,
             micro_batch: 2,
             ppo_epochs: 1,
             grad_clip: 1.0,
-            adam_beta1: 0.9,
-            adam_beta2: 0.999,
             seed: 0,
             checkpoint_every: 10,
             max_train_seconds: 0.0,
+            optimizer: quester_model::optim::AdamWConfig::default(),
             lr_schedule: quester_model::optim::LrSchedule::default(),
         }
     }
@@ -486,24 +459,56 @@ impl Default for OutputSection {
 }
 
 impl TrainConfig {
-    /// Builds a config from a TOML table (e.g. a preset plus overrides), then validates it.
+    /// Builds a config from a TOML table (e.g. a preset plus overrides): renames the keys of
+    /// the older flat layout ([`migrate::migrate_table`], a warning each), fills the defaults
+    /// the method decides ([`fill_derived_defaults`]), deserialises and validates.
     pub fn from_table(table: toml::Table) -> Result<Self, TrainError> {
-        check_renamed(&table)?;
-        let cfg: TrainConfig = quester_config::from_table(table)?;
+        let cfg = Self::parse_table(table)?;
         cfg.validate()?;
         Ok(cfg)
     }
 
-    /// Reads a preset file and applies `key=value` overrides.
+    /// [`TrainConfig::from_table`] without `validate()`: for reading an existing run's config
+    /// (export), which should not be refused for rules about training it.
+    pub fn parse_table(mut table: toml::Table) -> Result<Self, TrainError> {
+        migrate::migrate_table(&mut table)?;
+        fill_derived_defaults(&mut table);
+        Ok(quester_config::from_table(table)?)
+    }
+
+    /// Reads a preset file and applies `key=value` overrides. The file is migrated first and
+    /// every override's key is renamed on its own ([`migrate::apply_overrides`]), so an
+    /// override wins whichever layout the file and the override are written in.
     pub fn load(path: &Path, overrides: &[String]) -> Result<Self, TrainError> {
         let mut table = quester_config::read_table(path)?;
-        quester_config::apply_overrides(&mut table, overrides)?;
+        migrate::migrate_table(&mut table)?;
+        migrate::apply_overrides(&mut table, overrides)?;
         Self::from_table(table)
     }
 
     /// The config as TOML text (written to config.resolved.toml).
     pub fn to_toml(&self) -> Result<String, TrainError> {
         toml::to_string_pretty(self).map_err(|e| TrainError::Config(e.to_string()))
+    }
+
+    /// Whether `saved` (a run's config.resolved.toml) is this config: the same text, or a file
+    /// of an older layout that migrates to the same config (resume of an older run).
+    pub fn matches_saved(&self, saved: &str) -> Result<bool, TrainError> {
+        let text = self.to_toml()?;
+        if saved == text {
+            return Ok(true);
+        }
+        let Ok(mut table) = saved.parse::<toml::Table>() else {
+            return Ok(false);
+        };
+        if migrate::rename_table(&mut table).is_err() {
+            return Ok(false);
+        }
+        fill_derived_defaults(&mut table);
+        Ok(quester_config::from_table::<TrainConfig>(table)
+            .ok()
+            .and_then(|old| old.to_toml().ok())
+            .is_some_and(|old| old == text))
     }
 
     /// Checks value ranges; the error names the key.
@@ -513,35 +518,44 @@ impl TrainConfig {
         if a.num_attempts == 0 {
             return bad("algorithm.num_attempts", "must be at least 1");
         }
-        if !(0.0..=1.0).contains(&a.step_gamma) {
-            return bad("algorithm.step_gamma", "must be in [0, 1]");
+        let (adv, loss) = (&a.advantage, &a.loss);
+        if !(0.0..=1.0).contains(&adv.step_gamma) {
+            return bad("algorithm.advantage.step_gamma", "must be in [0, 1]");
         }
-        if !(0.0..=1.0).contains(&a.traj_gamma) {
-            return bad("algorithm.traj_gamma", "must be in [0, 1]");
+        if !(0.0..=1.0).contains(&adv.traj_gamma) {
+            return bad("algorithm.advantage.traj_gamma", "must be in [0, 1]");
         }
-        if !(0.0..1.0).contains(&a.clip_low) {
+        if !(0.0..1.0).contains(&loss.clip_low) {
             return bad(
-                "algorithm.clip_low",
+                "algorithm.loss.clip_low",
                 "must be in [0, 1) (the ratio is clipped at 1 - clip_low)",
             );
         }
-        if a.clip_high < 0.0 {
-            return bad("algorithm.clip_high", "must be >= 0");
+        if loss.clip_high < 0.0 {
+            return bad("algorithm.loss.clip_high", "must be >= 0");
         }
-        if !(a.dual_clip == 0.0 || a.dual_clip > 1.0) {
-            return bad("algorithm.dual_clip", "must be 0 (off) or > 1");
+        if !(loss.dual_clip == 0.0 || loss.dual_clip > 1.0) {
+            return bad("algorithm.loss.dual_clip", "must be 0 (off) or > 1");
         }
-        if a.min_behaviour_logp.is_some_and(|m| m.is_nan() || m > 0.0) {
+        if loss
+            .min_behaviour_logp
+            .is_some_and(|m| m.is_nan() || m > 0.0)
+        {
             return bad(
-                "algorithm.min_behaviour_logp",
+                "algorithm.loss.min_behaviour_logp",
                 "must be a log-prob (<= 0), or unset",
             );
         }
+        if !(loss.kl_coef >= 0.0 && loss.kl_coef.is_finite()) {
+            return bad("algorithm.loss.kl_coef", "must be >= 0 (0 = off)");
+        }
+        // Everything else the libraries check themselves, named under their table.
+        adv.validate()
+            .map_err(|e| algo_error("algorithm.advantage", e))?;
+        loss.validate()
+            .map_err(|e| algo_error("algorithm.loss", e))?;
         self.validate_memory()?;
         crate::method::validate(self)?;
-        if !(a.kl_coef >= 0.0 && a.kl_coef.is_finite()) {
-            return bad("algorithm.kl_coef", "must be >= 0 (0 = off)");
-        }
         let r = &self.rollout;
         if r.tasks_per_step == 0 || r.group_size == 0 {
             return bad("rollout.tasks_per_step/group_size", "must be at least 1");
@@ -569,13 +583,20 @@ impl TrainConfig {
             )));
         }
         let t = &self.training;
-        if !(0.0..1.0).contains(&t.adam_beta1) || !(0.0..1.0).contains(&t.adam_beta2) {
-            return bad("training.adam_beta1/adam_beta2", "must be in [0, 1)");
+        if let Err(e) = t.optimizer.validate() {
+            // "optimizer.beta1 = 1: must be in [0, 1)"
+            return Err(TrainError::Config(format!("training.{e}")));
         }
         if let Err(e) = t.lr_schedule.validate() {
             return bad("training.lr_schedule", &e);
         }
         self.validate_held_out()?;
+        if self.model.kind == PolicyKind::Native
+            && self.model.train == TrainMode::Lora
+            && self.model.lora.rank == 0
+        {
+            return bad("model.lora.rank", "must be at least 1");
+        }
         if self.model.kind == PolicyKind::Tabular && self.model.tabular_candidates.is_empty() {
             return bad(
                 "model.tabular_candidates",
@@ -676,24 +697,64 @@ impl TrainConfig {
     }
 }
 
-/// Keys that were renamed, with what to write instead: an old preset fails with this message
-/// rather than a bare "unknown field".
-const RENAMED: &[(&str, &str, &str)] = &[(
-    "rollout",
-    "stop",
-    "rollout.stop was split per phase: use rollout.play_stop (e.g. [\"</action>\"]) and \
-     rollout.reflect_stop (e.g. [\"</remark>\"])",
-)];
+/// A quester-algos range error as a config error under `table` (`algorithm.loss.clip_low =
+/// 1: a number in [0, 1)`).
+fn algo_error(table: &str, e: quester_algos::AlgoError) -> TrainError {
+    match e {
+        quester_algos::AlgoError::Config {
+            key,
+            value,
+            allowed,
+        } => TrainError::Config(format!("{table}.{key} = {value}: must be {allowed}")),
+        other => TrainError::Config(format!("{table}: {other}")),
+    }
+}
 
-fn check_renamed(table: &toml::Table) -> Result<(), TrainError> {
-    for (section, key, message) in RENAMED {
-        let hit = table
-            .get(*section)
-            .and_then(toml::Value::as_table)
-            .is_some_and(|t| t.contains_key(*key));
-        if hit {
-            return Err(TrainError::Config((*message).to_string()));
+/// Fills into the table, before it is deserialised, the defaults that depend on other keys,
+/// where the key is absent (so config.resolved.toml shows them):
+/// - `algorithm.advantage.estimator`: the method's own (`Method::default_estimator`);
+/// - `algorithm.advantage.differential_rewards = true` for MAGE (its rewards);
+/// - `model.lora.seed`: `training.seed` (the adapters' A initialisation follows the run's seed,
+///   as it always did).
+///
+/// Anything malformed is left alone for deserialisation to report.
+pub fn fill_derived_defaults(table: &mut toml::Table) {
+    let method = match table.get("algorithm").and_then(|a| a.get("method")) {
+        None => Some(Method::Lamer),
+        Some(v) => v.clone().try_into::<Method>().ok(),
+    };
+    if let Some(method) = method {
+        let estimator = toml::Value::try_from(method.default_estimator()).ok();
+        if let Some(adv) = sub_table(table, &["algorithm", "advantage"]) {
+            if let Some(e) = estimator {
+                adv.entry("estimator").or_insert(e);
+            }
+            if method == Method::Mage {
+                adv.entry("differential_rewards")
+                    .or_insert(toml::Value::Boolean(true));
+            }
         }
     }
-    Ok(())
+    let seed = table
+        .get("training")
+        .and_then(|t| t.get("seed"))
+        .filter(|s| s.is_integer())
+        .cloned();
+    if let Some(seed) = seed {
+        if let Some(lora) = sub_table(table, &["model", "lora"]) {
+            lora.entry("seed").or_insert(seed);
+        }
+    }
+}
+
+/// The table at `path`, created where missing; None where something on the way is not a table.
+fn sub_table<'a>(table: &'a mut toml::Table, path: &[&str]) -> Option<&'a mut toml::Table> {
+    let mut cur = table;
+    for part in path {
+        cur = cur
+            .entry(part.to_string())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+            .as_table_mut()?;
+    }
+    Some(cur)
 }
