@@ -10,6 +10,7 @@ pub mod gradcheck;
 pub mod model;
 pub mod nn;
 pub mod ops;
+pub mod precision;
 
 pub use config::{Architecture, ModelConfig};
 pub use device::parse_device;
@@ -17,6 +18,7 @@ pub use error::{ModelError, Result};
 pub use fetch::{default_model_path, quester_home};
 pub use model::{DecodeWeights, KvCache, Model};
 pub use nn::{Linear, LoraConfig};
+pub use precision::{cpu_matrix_features, Precision, PrecisionChoice};
 pub mod chat_template;
 pub mod load;
 pub mod tokenizer;

@@ -131,6 +131,7 @@ fn projections_agree() {
                 &t[1],
                 &t[2],
                 0.5,
+                quester_model::Precision::F32,
             )
         },
         &[x, a, b],

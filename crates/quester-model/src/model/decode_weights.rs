@@ -4,6 +4,7 @@
 use super::Model;
 use crate::error::{ModelError, Result};
 use crate::ops::PackedMatrix;
+use crate::precision::Precision;
 use candle_core::DType;
 
 /// The seven projections of one layer, packed.
@@ -31,7 +32,8 @@ impl PackedLayer {
 /// for [`crate::generate::generate_with`]. LoRA adapters, biases and norms are not part of it:
 /// generation reads those from the model, so training an adapter leaves a snapshot valid. Any
 /// change to a base matrix (a full fine-tuning step, loading weights) needs a new snapshot.
-/// Costs as much memory as the matrices themselves.
+/// Packed in the model's precision ([`Model::set_precision`]): costs as much memory as the
+/// matrices themselves in f32, half that in bf16.
 #[derive(Debug)]
 pub struct DecodeWeights {
     pub(crate) layers: Vec<PackedLayer>,
@@ -40,9 +42,12 @@ pub struct DecodeWeights {
 
 impl DecodeWeights {
     /// Whether packing `model` speeds its generation up: an f32 model on a CPU with the packed
-    /// kernel (elsewhere the portable loop is slower than gemm, and GPUs have their own).
+    /// kernel (elsewhere the portable loop is slower than gemm, and GPUs have their own). In
+    /// bf16 always on the CPU: unpacked, every product would pack its weight anew.
     pub fn pays_off(model: &Model) -> bool {
-        model.dtype() == DType::F32 && model.device().is_cpu() && PackedMatrix::has_fast_kernel()
+        model.dtype() == DType::F32
+            && model.device().is_cpu()
+            && (model.precision == Precision::Bf16 || PackedMatrix::has_fast_kernel())
     }
 
     /// Packs the current base matrices of an f32 model on the CPU.
@@ -54,7 +59,9 @@ impl DecodeWeights {
                 model.device().location()
             )));
         }
-        let pack = |l: &crate::nn::Linear| PackedMatrix::from_tensor(l.weight.as_tensor());
+        let precision = model.precision;
+        let pack =
+            |l: &crate::nn::Linear| PackedMatrix::from_tensor_in(l.weight.as_tensor(), precision);
         let layers = model
             .layers
             .iter()
@@ -70,7 +77,7 @@ impl DecodeWeights {
                 })
             })
             .collect::<Result<_>>()?;
-        let head = PackedMatrix::from_tensor(&model.head(false))?;
+        let head = PackedMatrix::from_tensor_in(&model.head(false), precision)?;
         Ok(DecodeWeights { layers, head })
     }
 
@@ -80,6 +87,13 @@ impl DecodeWeights {
             return Err(ModelError::Input(
                 "packed decoding weights serve a model on the CPU only".into(),
             ));
+        }
+        if self.head.precision() != model.precision {
+            return Err(ModelError::Input(format!(
+                "the packed decoding weights are {:?}, the model computes in {:?}: pack them again",
+                self.head.precision(),
+                model.precision
+            )));
         }
         let dims = |p: &PackedMatrix| (p.out_dim(), p.in_dim());
         let same = self.layers.len() == model.layers.len()

@@ -6,7 +6,7 @@ use crate::error::{ModelError, Result};
 use crate::nn::linear::pick;
 use crate::nn::Linear;
 use crate::ops::{
-    causal_attention, frozen_matmul, gather_log_softmax, rms_norm, rope, rope_tables,
+    causal_attention, frozen_matmul_with, gather_log_softmax, rms_norm, rope, rope_tables,
     softmax_entropy, swiglu, PackedMatrix,
 };
 use candle_core::{DType, Tensor};
@@ -213,9 +213,9 @@ impl Model {
     /// it is a frozen matrix (no gradient work, and the few rows of decoding read it once).
     fn head_logits(&self, h: &Tensor, grad: bool) -> Result<Tensor> {
         if grad && !self.lora_attached {
-            Ok(h.matmul(&self.head(true).t()?)?)
+            Ok(crate::nn::full_matmul(h, &self.head(true), self.precision)?)
         } else {
-            Ok(frozen_matmul(h, &self.head(false))?)
+            Ok(frozen_matmul_with(h, &self.head(false), self.precision)?)
         }
     }
 

@@ -13,6 +13,7 @@ pub use shared_prefix::{common_prefix_len, shared_prefix_len};
 
 use crate::config::ModelConfig;
 use crate::nn::Linear;
+use crate::precision::Precision;
 use candle_core::{DType, Device, Var};
 
 /// One decoder layer.
@@ -58,6 +59,8 @@ pub struct Model {
     pub lm_head: Option<Var>,
     /// True once a LoRA adapter is attached: only adapters are trainable then.
     pub lora_attached: bool,
+    /// How the projections and the output head multiply ([`Model::set_precision`]).
+    pub precision: Precision,
 }
 
 impl Model {
@@ -69,5 +72,26 @@ impl Model {
     /// Where the weights live (the CPU unless moved with [`Model::to_device`]).
     pub fn device(&self) -> &Device {
         self.embed_tokens.device()
+    }
+
+    /// Makes every projection and the output head multiply in `precision`, in generation,
+    /// scoring and training alike (so behaviour and training log-probs come from the same
+    /// products). Weights stay f32. A [`DecodeWeights`] snapshot packed before this call keeps
+    /// the precision it was packed in.
+    pub fn set_precision(&mut self, precision: Precision) {
+        self.precision = precision;
+        for l in &mut self.layers {
+            for p in [
+                &mut l.q_proj,
+                &mut l.k_proj,
+                &mut l.v_proj,
+                &mut l.o_proj,
+                &mut l.gate_proj,
+                &mut l.up_proj,
+                &mut l.down_proj,
+            ] {
+                p.precision = precision;
+            }
+        }
     }
 }

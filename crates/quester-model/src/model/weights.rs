@@ -6,6 +6,7 @@ use crate::error::{ModelError, Result};
 use crate::nn::linear::init_rng;
 use crate::nn::linear::LORA_TARGETS;
 use crate::nn::{Linear, LoraConfig};
+use crate::precision::Precision;
 use candle_core::{DType, Device, Tensor, Var};
 use rand::Rng;
 use std::collections::HashMap;
@@ -53,6 +54,7 @@ impl Model {
                         None
                     },
                     lora: None,
+                    precision: Precision::F32,
                 })
             };
             let ab = c.attention_bias;
@@ -107,6 +109,7 @@ impl Model {
             norm,
             lm_head,
             lora_attached: false,
+            precision: Precision::F32,
         })
     }
 
@@ -327,6 +330,7 @@ impl Model {
             norm: cast(&self.norm)?,
             lm_head: self.lm_head.as_ref().map(cast).transpose()?,
             lora_attached: self.lora_attached,
+            precision: self.precision,
         })
     }
 

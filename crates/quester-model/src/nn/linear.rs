@@ -2,6 +2,7 @@
 //! optional LoRA adapter.
 
 use crate::ops::PackedMatrix;
+use crate::precision::Precision;
 use candle_core::{DType, Result, Tensor, Var};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -64,6 +65,9 @@ pub struct Linear {
     pub bias: Option<Var>,
     /// Optional LoRA adapter.
     pub lora: Option<LoraAdapter>,
+    /// How the products with `weight` compute (set for the whole model by
+    /// [`crate::Model::set_precision`]).
+    pub precision: Precision,
 }
 
 impl Linear {
@@ -73,6 +77,7 @@ impl Linear {
             weight: Var::from_tensor(&weight)?,
             bias: bias.map(|b| Var::from_tensor(&b)).transpose()?,
             lora: None,
+            precision: Precision::F32,
         })
     }
 
@@ -121,14 +126,15 @@ impl Linear {
                 &pick(&l.a, true),
                 &pick(&l.b, true),
                 l.scale,
+                self.precision,
             )?,
             // Generation (nothing tracked) or full fine-tuning (no adapter, base tracked).
             _ => {
                 let y = if grad {
-                    x2.matmul(&pick(&self.weight, true).t()?)?
+                    full_matmul(&x2, &pick(&self.weight, true), self.precision)?
                 } else {
                     // Generation: frozen_matmul has a fast path for the few rows of decoding.
-                    crate::ops::frozen_matmul(&x2, self.weight.as_tensor())?
+                    crate::ops::frozen_matmul_with(&x2, self.weight.as_tensor(), self.precision)?
                 };
                 self.add_bias_and_adapter(y, &x2, grad)?
             }
@@ -188,7 +194,21 @@ impl Linear {
                     })
                 })
                 .transpose()?,
+            precision: self.precision,
         })
+    }
+}
+
+/// `x W^T` differentiable in both (a full fine-tune's projection), in `precision`.
+pub(crate) fn full_matmul(x: &Tensor, w: &Tensor, precision: Precision) -> Result<Tensor> {
+    let bf16 = precision == Precision::Bf16
+        && x.dtype() == DType::F32
+        && x.device().is_cpu()
+        && !crate::ops::portable_wanted(x.device());
+    if bf16 {
+        crate::ops::linear_bf16(x, w)
+    } else {
+        x.matmul(&w.t()?)
     }
 }
 

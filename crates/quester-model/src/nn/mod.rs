@@ -2,4 +2,5 @@
 
 pub mod linear;
 
+pub(crate) use linear::full_matmul;
 pub use linear::{Linear, LoraAdapter, LoraConfig};

@@ -7,10 +7,17 @@
 
 use super::gemm::mm_scaled;
 use super::Float;
-use candle_core::{bail, CpuStorage, CustomOp1, Layout, Result, Shape, Storage, Tensor};
+use crate::precision::Precision;
+use candle_core::{bail, CpuStorage, CustomOp1, DType, Layout, Result, Shape, Storage, Tensor};
 
 /// `x` [..., in] times the transpose of the frozen `w` [out, in]; differentiable in `x` only.
 pub fn frozen_matmul(x: &Tensor, w: &Tensor) -> Result<Tensor> {
+    frozen_matmul_with(x, w, Precision::F32)
+}
+
+/// [`frozen_matmul`] in `precision` (bf16 applies to f32 tensors on the CPU; f64 and the
+/// portable path stay exact).
+pub fn frozen_matmul_with(x: &Tensor, w: &Tensor, precision: Precision) -> Result<Tensor> {
     let (out, inp) = w.dims2()?;
     let dims = x.dims().to_vec();
     if dims.last() != Some(&inp) {
@@ -23,6 +30,7 @@ pub fn frozen_matmul(x: &Tensor, w: &Tensor) -> Result<Tensor> {
     } else {
         x.contiguous()?.apply_op1(FrozenMatmul {
             w: w.detach().contiguous()?,
+            bf16: precision == Precision::Bf16 && x.dtype() == DType::F32,
         })?
     };
     let mut out_dims = dims;
@@ -34,6 +42,8 @@ pub fn frozen_matmul(x: &Tensor, w: &Tensor) -> Result<Tensor> {
 
 struct FrozenMatmul {
     w: Tensor,
+    /// Products with bf16 operands (f32 tensors only).
+    bf16: bool,
 }
 
 /// y [rows, out] = x [rows, inp] . W^T for W [out, inp], both row-major: dot products for the
@@ -74,6 +84,19 @@ impl CustomOp1 for FrozenMatmul {
         let Storage::Cpu(ws) = &*ws else {
             bail!("frozen matmul: the weight must be on the CPU")
         };
+        if self.bf16 {
+            let (CpuStorage::F32(_), CpuStorage::F32(_)) = (s, ws) else {
+                bail!("frozen matmul: bf16 products need f32 operands")
+            };
+            let y = super::bf16_linear::x_wt(
+                super::contiguous(s, l)?,
+                super::contiguous(ws, wl)?,
+                rows,
+                inp,
+                out,
+            )?;
+            return Ok((CpuStorage::F32(y), Shape::from((rows, out))));
+        }
         let y = by_float!(s, "frozen matmul", |T| x_wt(
             super::contiguous::<T>(s, l)?,
             super::contiguous::<T>(ws, wl)?,
@@ -85,6 +108,9 @@ impl CustomOp1 for FrozenMatmul {
     }
 
     fn bwd(&self, _x: &Tensor, _res: &Tensor, grad: &Tensor) -> Result<Option<Tensor>> {
+        if self.bf16 {
+            return Ok(Some(super::bf16_linear::grad_times_weight(grad, &self.w)?));
+        }
         Ok(Some(grad.matmul(&self.w)?))
     }
 }

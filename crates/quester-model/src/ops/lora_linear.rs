@@ -8,10 +8,12 @@
 
 use super::gemm::mm_scaled;
 use super::{contiguous, Float};
-use candle_core::{bail, CpuStorage, CustomOp3, Layout, Result, Shape, Storage, Tensor};
+use crate::precision::Precision;
+use candle_core::{bail, CpuStorage, CustomOp3, DType, Layout, Result, Shape, Storage, Tensor};
 
 /// `x` [rows, in], frozen `w` [out, in] and `bias` [out], adapter `a` [r, in] and `b` [out, r].
-/// Differentiable in x, a and b.
+/// Differentiable in x, a and b. In bf16 `precision` the products with W (forward and the
+/// input's gradient) take bf16 operands; the rank-r adapter products stay f32.
 pub fn lora_linear(
     x: &Tensor,
     w: &Tensor,
@@ -19,6 +21,7 @@ pub fn lora_linear(
     a: &Tensor,
     b: &Tensor,
     scale: f64,
+    precision: Precision,
 ) -> Result<Tensor> {
     let (_, inp) = x.dims2()?;
     let (out, w_in) = w.dims2()?;
@@ -42,6 +45,7 @@ pub fn lora_linear(
         w: w.detach().contiguous()?,
         bias: bias.map(|t| t.detach().contiguous()).transpose()?,
         scale,
+        bf16: precision == Precision::Bf16 && x.dtype() == DType::F32,
     };
     x.contiguous()?
         .apply_op3(&a.contiguous()?, &b.contiguous()?, op)
@@ -51,6 +55,8 @@ struct LoraLinear {
     w: Tensor,
     bias: Option<Tensor>,
     scale: f64,
+    /// The products with W in bf16 (f32 tensors only).
+    bf16: bool,
 }
 
 fn host<'a, T: Float>(t: &Tensor, guard: &'a Storage) -> Result<&'a [T]> {
@@ -60,17 +66,17 @@ fn host<'a, T: Float>(t: &Tensor, guard: &'a Storage) -> Result<&'a [T]> {
     contiguous::<T>(s, t.layout())
 }
 
+/// y = base (+ bias) + scale (x A^T) B^T, with `base` = x W^T already computed.
 #[allow(clippy::too_many_arguments)]
 fn run<T: Float>(
     x: &[T],
     a: &[T],
     b: &[T],
-    w: &[T],
+    mut y: Vec<T>,
     bias: Option<&[T]>,
     (rows, inp, out, r): (usize, usize, usize, usize),
     scale: f64,
 ) -> Vec<T> {
-    let mut y = super::frozen_matmul::x_wt(x, w, rows, inp, out);
     if let Some(bias) = bias {
         for row in y.chunks_mut(out) {
             row.iter_mut().zip(bias).for_each(|(v, &c)| *v += c);
@@ -120,16 +126,32 @@ impl CustomOp3 for LoraLinear {
         let dims = (rows, inp, out, r);
         let (wg, _) = self.w.storage_and_layout();
         let bg = self.bias.as_ref().map(|t| t.storage_and_layout());
+        if self.bf16 {
+            let CpuStorage::F32(_) = s1 else {
+                bail!("lora linear: bf16 products need f32 operands")
+            };
+            let (x, w) = (contiguous::<f32>(s1, l1)?, host::<f32>(&self.w, &wg)?);
+            let bias = match (&self.bias, &bg) {
+                (Some(t), Some((g, _))) => Some(host::<f32>(t, g)?),
+                _ => None,
+            };
+            let base = super::bf16_linear::x_wt(x, w, rows, inp, out)?;
+            let (a, b) = (contiguous::<f32>(s2, l2)?, contiguous::<f32>(s3, l3)?);
+            let y = run(x, a, b, base, bias, dims, self.scale);
+            return Ok((CpuStorage::F32(y), Shape::from((rows, out))));
+        }
         let y = by_float!(s1, "lora linear", |T| {
             let bias = match (&self.bias, &bg) {
                 (Some(t), Some((g, _))) => Some(host::<T>(t, g)?),
                 _ => None,
             };
+            let x = contiguous::<T>(s1, l1)?;
+            let base = super::frozen_matmul::x_wt(x, host::<T>(&self.w, &wg)?, rows, inp, out);
             run(
-                contiguous::<T>(s1, l1)?,
+                x,
                 contiguous::<T>(s2, l2)?,
                 contiguous::<T>(s3, l3)?,
-                host::<T>(&self.w, &wg)?,
+                base,
                 bias,
                 dims,
                 self.scale,
@@ -150,7 +172,12 @@ impl CustomOp3 for LoraLinear {
         let g = grad.detach().contiguous()?;
         let s = self.scale;
         let gb = g.matmul(&b)?; // [rows, r]
-        let dx = (g.matmul(&self.w)? + (gb.matmul(&a)? * s)?)?;
+        let gw = if self.bf16 {
+            super::bf16_linear::grad_times_weight(&g, &self.w)?
+        } else {
+            g.matmul(&self.w)?
+        };
+        let dx = (gw + (gb.matmul(&a)? * s)?)?;
         let u = x.matmul(&a.t()?)?; // recomputed [rows, r]
         let da = (gb.t()?.matmul(&x)? * s)?;
         let db = (g.t()?.matmul(&u)? * s)?;
@@ -190,7 +217,16 @@ mod tests {
         );
         for dt in [DType::F32, DType::F64] {
             let c = |t: &Tensor| t.to_dtype(dt).unwrap();
-            let ours = lora_linear(&c(&x), &c(&w), Some(&c(&bias)), &c(&a), &c(&b), 2.0).unwrap();
+            let ours = lora_linear(
+                &c(&x),
+                &c(&w),
+                Some(&c(&bias)),
+                &c(&a),
+                &c(&b),
+                2.0,
+                Precision::F32,
+            )
+            .unwrap();
             let want = unfused(&c(&x), &c(&w), &c(&bias), &c(&a), &c(&b), 2.0);
             let err = (ours - want)
                 .unwrap()
@@ -215,7 +251,10 @@ mod tests {
         let proj = randn((3, 5));
         check_gradients(
             &[randn((3, 6)), randn((2, 6)), randn((5, 2))],
-            |v| (lora_linear(&v[0], &w, Some(&bias), &v[1], &v[2], 1.5)? * &proj)?.sum_all(),
+            |v| {
+                (lora_linear(&v[0], &w, Some(&bias), &v[1], &v[2], 1.5, Precision::F32)? * &proj)?
+                    .sum_all()
+            },
             1e-6,
         )
         .unwrap();

@@ -31,6 +31,8 @@ macro_rules! by_float {
 }
 
 mod attention;
+pub mod bf16;
+mod bf16_linear;
 mod entropy;
 mod frozen_matmul;
 mod gemm;
@@ -45,11 +47,13 @@ mod softmax;
 mod swiglu;
 
 pub use attention::causal_attention;
+pub use bf16_linear::linear_bf16;
 pub use entropy::softmax_entropy;
-pub use frozen_matmul::frozen_matmul;
+pub use frozen_matmul::{frozen_matmul, frozen_matmul_with};
 pub use logprob::gather_log_softmax;
 pub use lora_linear::lora_linear;
 pub use packed_matmul::PackedMatrix;
+pub(crate) use portable::wanted as portable_wanted;
 pub use portable::with_portable_ops;
 pub use rms_norm::rms_norm;
 pub use rope::{rope, rope_tables};

@@ -12,6 +12,8 @@
 //! other rows of the batch (bit for bit), so a response does not depend on what is decoded
 //! with it.
 
+use super::bf16::Bf16Panels;
+use crate::precision::Precision;
 use candle_core::{bail, CpuStorage, CustomOp1, Layout, Result, Shape, Tensor};
 use rayon::prelude::*;
 
@@ -25,12 +27,18 @@ const TILE_ROWS: usize = 8;
 const PAR_MIN_FLOPS: usize = 1 << 16;
 
 /// A frozen f32 weight W [out, inp] packed for `x W^T`: panel p holds output columns
-/// p*48..p*48+48 as [inp][48] (zero past `out`).
+/// p*48..p*48+48 as [inp][48] (zero past `out`), in f32 or as bf16 pairs ([`Bf16Panels`]).
 #[derive(Debug, Clone)]
 pub struct PackedMatrix {
     out: usize,
     inp: usize,
-    data: Vec<f32>,
+    data: Panels,
+}
+
+#[derive(Debug, Clone)]
+enum Panels {
+    F32(Vec<f32>),
+    Bf16(Bf16Panels),
 }
 
 impl PackedMatrix {
@@ -56,11 +64,40 @@ impl PackedMatrix {
                     }
                 });
         }
-        Ok(PackedMatrix { out, inp, data })
+        Ok(PackedMatrix {
+            out,
+            inp,
+            data: Panels::F32(data),
+        })
+    }
+
+    /// Packs a row-major W [out, inp] for products in `precision`.
+    pub fn pack_in(w: &[f32], out: usize, inp: usize, precision: Precision) -> Result<Self> {
+        match precision {
+            Precision::F32 => Self::pack(w, out, inp),
+            Precision::Bf16 => Ok(PackedMatrix {
+                out,
+                inp,
+                data: Panels::Bf16(Bf16Panels::pack_rows(w, out, inp)?),
+            }),
+        }
+    }
+
+    /// The precision of the products.
+    pub fn precision(&self) -> Precision {
+        match self.data {
+            Panels::F32(_) => Precision::F32,
+            Panels::Bf16(_) => Precision::Bf16,
+        }
     }
 
     /// Packs the f32 tensor W [out, inp], read in place (no host copy of a contiguous W).
     pub fn from_tensor(w: &Tensor) -> Result<Self> {
+        Self::from_tensor_in(w, Precision::F32)
+    }
+
+    /// [`PackedMatrix::from_tensor`] for products in `precision`.
+    pub fn from_tensor_in(w: &Tensor, precision: Precision) -> Result<Self> {
         let (out, inp) = w.dims2()?;
         let w = w.contiguous()?;
         let (storage, layout) = w.storage_and_layout();
@@ -70,7 +107,7 @@ impl PackedMatrix {
         let CpuStorage::F32(_) = cpu else {
             bail!("packed matmul: an f32 weight expected, not {:?}", w.dtype())
         };
-        Self::pack(super::contiguous::<f32>(cpu, layout)?, out, inp)
+        Self::pack_in(super::contiguous::<f32>(cpu, layout)?, out, inp, precision)
     }
 
     /// True where the vector kernel runs (x86-64 with AVX-512). Elsewhere the products fall
@@ -100,6 +137,10 @@ impl PackedMatrix {
     pub fn matmul_slice(&self, x: &[f32], rows: usize) -> Vec<f32> {
         let (out, inp) = (self.out, self.inp);
         assert_eq!(x.len(), rows * inp, "packed matmul: x has the wrong length");
+        let data = match &self.data {
+            Panels::F32(d) => d,
+            Panels::Bf16(b) => return b.matmul(x, rows).expect("x's length checked above"),
+        };
         let mut y = vec![0f32; rows * out];
         if rows == 0 || out == 0 || inp == 0 {
             return y;
@@ -110,7 +151,7 @@ impl PackedMatrix {
         let run = |ps: std::ops::Range<usize>| {
             for p in ps {
                 let cols = (out - p * PANEL).min(PANEL);
-                let panel = &self.data[p * inp * PANEL..(p + 1) * inp * PANEL];
+                let panel = &data[p * inp * PANEL..(p + 1) * inp * PANEL];
                 // SAFETY: panel p writes only columns p*48..p*48+cols of each of the `rows`
                 // rows of y (rows * out elements), and no two panels share a column.
                 unsafe { panel_product(x, rows, inp, panel, y_ptr.at(p * PANEL), out, cols) };
@@ -332,7 +373,10 @@ mod tests {
         let mut slow = vec![0f32; out];
         for p in 0..out.div_ceil(PANEL) {
             let cols = (out - p * PANEL).min(PANEL);
-            let panel = &packed.data[p * inp * PANEL..(p + 1) * inp * PANEL];
+            let Panels::F32(data) = &packed.data else {
+                panic!("f32 panels expected")
+            };
+            let panel = &data[p * inp * PANEL..(p + 1) * inp * PANEL];
             // SAFETY: `slow` has room for columns p*48..p*48+cols.
             unsafe { portable_row(&x, panel, slow.as_mut_ptr().add(p * PANEL), cols) };
         }

@@ -1,0 +1,370 @@
+//! A right-hand matrix packed as bf16 pairs in panels, and products against it.
+
+use super::convert::{bf16_bits, convert, interleave};
+use super::kernel::{panel_product, TILE_ROWS};
+use candle_core::{bail, Result};
+use rayon::prelude::*;
+
+/// Output columns per panel: three vectors of 16 f32 lanes.
+pub(crate) const PANEL: usize = 48;
+
+/// Below this many multiply-adds a product runs on the calling thread.
+const PAR_MIN_FLOPS: usize = 1 << 16;
+
+/// Bytes of A one row block keeps hot while every panel of the task streams past it.
+const BLOCK_BYTES: usize = 128 << 10;
+
+/// A matrix B [n, k], used as `y = A . B^T`, rounded to bf16 and packed: panel p holds columns
+/// p*48..p*48+48 as [ceil(k/2)][48] pairs of consecutive k (zero past n and past k).
+#[derive(Debug, Clone)]
+pub struct Bf16Panels {
+    n: usize,
+    k: usize,
+    data: Vec<u32>,
+}
+
+/// Where element (row, col) of a matrix lies in a slice: `row * rs + col * cs`.
+pub type Strides = (usize, usize);
+
+fn check_bounds(
+    what: &str,
+    len: usize,
+    (rows, cols): (usize, usize),
+    (rs, cs): Strides,
+) -> Result<()> {
+    if rows > 0 && cols > 0 && (rows - 1) * rs + (cols - 1) * cs >= len {
+        bail!(
+            "bf16 matmul: {what} [{rows}, {cols}] with strides ({rs}, {cs}) overruns {len} values"
+        );
+    }
+    Ok(())
+}
+
+impl Bf16Panels {
+    /// Packs B [n, k] whose element (j, kk) is `src[j * rs + kk * cs]`: (k, 1) for a row-major
+    /// weight W [out, in] in `x W^T`, (1, n) for the transpose of a row-major [k, n] matrix.
+    pub fn pack(src: &[f32], (n, k): (usize, usize), (rs, cs): Strides) -> Result<Self> {
+        check_bounds("B", src.len(), (n, k), (rs, cs))?;
+        let kp = k.div_ceil(2);
+        let mut data = vec![0u32; n.div_ceil(PANEL) * kp * PANEL];
+        if kp > 0 {
+            data.par_chunks_mut(kp * PANEL)
+                .enumerate()
+                .for_each(|(p, panel)| pack_panel(src, (n, k), (rs, cs), p, panel));
+        }
+        Ok(Bf16Panels { n, k, data })
+    }
+
+    /// Packs a row-major weight W [out, in] for `x W^T`.
+    pub fn pack_rows(w: &[f32], out: usize, inp: usize) -> Result<Self> {
+        if w.len() != out * inp {
+            bail!(
+                "bf16 matmul: {} weights for a [{out}, {inp}] matrix",
+                w.len()
+            );
+        }
+        Self::pack(w, (out, inp), (inp, 1))
+    }
+
+    /// Columns of the product (rows of B).
+    pub fn n(&self) -> usize {
+        self.n
+    }
+
+    /// The shared dimension.
+    pub fn k(&self) -> usize {
+        self.k
+    }
+
+    /// y [m, n] = A [m, k] . B^T for a row-major A.
+    pub fn matmul(&self, a: &[f32], m: usize) -> Result<Vec<f32>> {
+        self.matmul_strided(a, m, (self.k, 1))
+    }
+
+    /// y [m, n] = A [m, k] . B^T, element (i, kk) of A at `a[i * rs + kk * cs]`.
+    pub fn matmul_strided(&self, a: &[f32], m: usize, strides: Strides) -> Result<Vec<f32>> {
+        let (n, k) = (self.n, self.k);
+        check_bounds("A", a.len(), (m, k), strides)?;
+        let mut y = vec![0f32; m * n];
+        if m == 0 || n == 0 || k == 0 {
+            return Ok(y);
+        }
+        let kp = k.div_ceil(2);
+        let pairs = to_pairs(a, (m, k), strides);
+        let panels = n.div_ceil(PANEL);
+        // Row blocks whose pairs stay in cache while a task's panels stream past them.
+        let block = (BLOCK_BYTES / (4 * kp)).max(TILE_ROWS) / TILE_ROWS * TILE_ROWS;
+        let blocks = m.div_ceil(block);
+        let threads = rayon::current_num_threads();
+        let y_ptr = SharedOut(y.as_mut_ptr());
+        let run = |rb: usize, ps: std::ops::Range<usize>| {
+            let r0 = rb * block;
+            let rows = (m - r0).min(block);
+            let ar = &pairs[r0 * kp..(r0 + rows) * kp];
+            for p in ps {
+                let cols = (n - p * PANEL).min(PANEL);
+                let panel = &self.data[p * kp * PANEL..(p + 1) * kp * PANEL];
+                // SAFETY: this task writes rows r0..r0+rows, columns p*48..p*48+cols of y
+                // (m x n); no two tasks share a (row block, panel).
+                unsafe {
+                    panel_product(ar, rows, kp, panel, y_ptr.at(r0 * n + p * PANEL), n, cols)
+                };
+            }
+        };
+        if threads > 1 && m * n * k >= PAR_MIN_FLOPS {
+            // A few tasks per thread, so an uneven split still keeps every core busy.
+            let per = (panels * blocks)
+                .div_ceil(threads * 4)
+                .div_ceil(blocks)
+                .max(1);
+            let groups = panels.div_ceil(per);
+            (0..blocks * groups).into_par_iter().for_each(|t| {
+                let (rb, g) = (t / groups, t % groups);
+                run(rb, g * per..((g + 1) * per).min(panels));
+            });
+        } else {
+            for rb in 0..blocks {
+                run(rb, 0..panels);
+            }
+        }
+        Ok(y)
+    }
+
+    /// Bytes held.
+    pub fn bytes(&self) -> usize {
+        self.data.len() * 4
+    }
+}
+
+/// Panel `p` of B: columns p*48.. as [kp][48] pairs.
+fn pack_panel(src: &[f32], (n, k): (usize, usize), (rs, cs): Strides, p: usize, panel: &mut [u32]) {
+    let kp = k.div_ceil(2);
+    let c0 = p * PANEL;
+    let cols = (n - c0).min(PANEL);
+    if cs == 1 {
+        // Each column of the panel is a contiguous row of the source: convert it whole.
+        let mut row = vec![0u16; 2 * kp];
+        for c in 0..cols {
+            let j = c0 + c;
+            convert(&src[j * rs..j * rs + k], &mut row[..k]);
+            for q in 0..kp {
+                panel[q * PANEL + c] = u32::from(row[2 * q]) | u32::from(row[2 * q + 1]) << 16;
+            }
+        }
+    } else if rs == 1 {
+        // Each k of the panel is a contiguous run of the source: two runs make a row of pairs.
+        let mut scratch = Vec::new();
+        for q in 0..kp {
+            let run = |kk: usize| &src[kk * cs + c0..kk * cs + c0 + cols];
+            let hi = (2 * q + 1 < k).then(|| run(2 * q + 1));
+            interleave(
+                run(2 * q),
+                hi,
+                &mut panel[q * PANEL..q * PANEL + cols],
+                &mut scratch,
+            );
+        }
+    } else {
+        for c in 0..cols {
+            for q in 0..kp {
+                let at = |kk: usize| {
+                    if kk < k {
+                        bf16_bits(src[(c0 + c) * rs + kk * cs])
+                    } else {
+                        0
+                    }
+                };
+                panel[q * PANEL + c] = u32::from(at(2 * q)) | u32::from(at(2 * q + 1)) << 16;
+            }
+        }
+    }
+}
+
+/// A [m, k] as rows of bf16 pairs [m][ceil(k/2)] (a zero pads an odd k).
+fn to_pairs(a: &[f32], (m, k): (usize, usize), (rs, cs): Strides) -> Vec<u32> {
+    let kp = k.div_ceil(2);
+    let mut pairs = vec![0u32; m * kp];
+    if cs == 1 {
+        let convert_rows = |(i0, chunk): (usize, &mut [u32])| {
+            let mut row = vec![0u16; 2 * kp];
+            for (di, dst) in chunk.chunks_exact_mut(kp).enumerate() {
+                let i = i0 + di;
+                convert(&a[i * rs..i * rs + k], &mut row[..k]);
+                for (q, d) in dst.iter_mut().enumerate() {
+                    *d = u32::from(row[2 * q]) | u32::from(row[2 * q + 1]) << 16;
+                }
+            }
+        };
+        let rows_per = 64;
+        if m * k >= 1 << 16 {
+            pairs
+                .par_chunks_mut(rows_per * kp)
+                .enumerate()
+                .for_each(|(c, chunk)| convert_rows((c * rows_per, chunk)));
+        } else {
+            convert_rows((0, &mut pairs));
+        }
+    } else if rs == 1 {
+        // A is the transpose of a row-major matrix: each k is a contiguous run over the rows.
+        let (mut run, mut scratch) = (vec![0u32; m], Vec::new());
+        for q in 0..kp {
+            let hi = (2 * q + 1 < k).then(|| &a[(2 * q + 1) * cs..(2 * q + 1) * cs + m]);
+            interleave(&a[2 * q * cs..2 * q * cs + m], hi, &mut run, &mut scratch);
+            for (i, &v) in run.iter().enumerate() {
+                pairs[i * kp + q] = v;
+            }
+        }
+    } else {
+        for i in 0..m {
+            for q in 0..kp {
+                let at = |kk: usize| {
+                    if kk < k {
+                        bf16_bits(a[i * rs + kk * cs])
+                    } else {
+                        0
+                    }
+                };
+                pairs[i * kp + q] = u32::from(at(2 * q)) | u32::from(at(2 * q + 1)) << 16;
+            }
+        }
+    }
+    pairs
+}
+
+/// The output pointer shared by tasks that write disjoint blocks.
+#[derive(Clone, Copy)]
+struct SharedOut(*mut f32);
+// SAFETY: the tasks write disjoint elements (see `matmul_strided`).
+unsafe impl Send for SharedOut {}
+unsafe impl Sync for SharedOut {}
+
+impl SharedOut {
+    fn at(self, offset: usize) -> *mut f32 {
+        self.0.wrapping_add(offset)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::round_to_bf16;
+    use super::*;
+
+    fn data(n: usize, seed: usize) -> Vec<f32> {
+        (0..n)
+            .map(|i| ((((i * 7919 + seed * 104729) % 2003) as f32 / 2003.0) - 0.5) * 3.0)
+            .collect()
+    }
+
+    /// A [m, k] . B^T summed in f64 over the operands rounded to bf16: what the kernel computes
+    /// up to the order of f32 additions.
+    fn reference(a: &[f32], b: &[f32], (m, k, n): (usize, usize, usize)) -> Vec<f64> {
+        let r = |x: f32| f64::from(round_to_bf16(x));
+        let mut y = vec![0f64; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                y[i * n + j] = (0..k).map(|kk| r(a[i * k + kk]) * r(b[j * k + kk])).sum();
+            }
+        }
+        y
+    }
+
+    fn assert_close(got: &[f32], want: &[f64], k: usize) {
+        for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+            // f32 accumulation of k exact products of magnitude <= 2.25.
+            let tol = 1e-6 * (k as f64) * 2.25 + 1e-6;
+            assert!((f64::from(g) - w).abs() < tol, "[{i}] {g} vs {w}");
+        }
+    }
+
+    #[test]
+    fn equals_the_product_of_the_rounded_operands_for_ragged_shapes() {
+        // Odd k (a padded pair), outputs ending mid-panel and mid-vector, every tile size,
+        // and a row count past one row block.
+        for &(m, k, n) in &[
+            (1, 5, 3),
+            (13, 37, 50),
+            (8, 576, 192),
+            (21, 64, 100),
+            (300, 513, 17),
+        ] {
+            let (a, b) = (data(m * k, 1), data(n * k, 2));
+            let y = Bf16Panels::pack_rows(&b, n, k)
+                .unwrap()
+                .matmul(&a, m)
+                .unwrap();
+            assert_close(&y, &reference(&a, &b, (m, k, n)), k);
+        }
+    }
+
+    #[test]
+    fn every_layout_of_the_operands_gives_the_same_bits() {
+        let (m, k, n) = (19, 41, 70);
+        let (a, b) = (data(m * k, 3), data(n * k, 4));
+        let transpose = |x: &[f32], r: usize, c: usize| -> Vec<f32> {
+            (0..r * c).map(|i| x[(i % r) * c + i / r]).collect()
+        };
+        let want = Bf16Panels::pack_rows(&b, n, k)
+            .unwrap()
+            .matmul(&a, m)
+            .unwrap();
+        // B given as its transpose [k, n] (strides (1, n)), A as its transpose [k, m].
+        let bt = Bf16Panels::pack(&transpose(&b, n, k), (n, k), (1, n)).unwrap();
+        assert_eq!(bt.matmul(&a, m).unwrap(), want);
+        let at = transpose(&a, m, k);
+        assert_eq!(bt.matmul_strided(&at, m, (1, m)).unwrap(), want);
+        // A generic stride (every other element of a wider buffer).
+        let wide: Vec<f32> = a.iter().flat_map(|&x| [x, 9.0]).collect();
+        assert_eq!(bt.matmul_strided(&wide, m, (2 * k, 2)).unwrap(), want);
+        let bw: Vec<f32> = b.iter().flat_map(|&x| [x, 9.0]).collect();
+        let generic = Bf16Panels::pack(&bw, (n, k), (2 * k, 2)).unwrap();
+        assert_eq!(generic.matmul(&a, m).unwrap(), want);
+    }
+
+    #[test]
+    fn a_row_gets_the_same_bits_in_any_batch() {
+        let (k, n) = (96, 130);
+        let w = Bf16Panels::pack_rows(&data(n * k, 5), n, k).unwrap();
+        let x = data(15 * k, 6);
+        let batch = w.matmul(&x, 15).unwrap();
+        for r in [0, 7, 8, 14] {
+            let alone = w.matmul(&x[r * k..(r + 1) * k], 1).unwrap();
+            assert_eq!(alone, batch[r * n..(r + 1) * n], "row {r}");
+        }
+    }
+
+    #[test]
+    fn the_portable_loop_agrees_with_the_dispatched_kernel() {
+        let (k, n) = (70, 60);
+        let (x, w) = (data(k, 7), data(n * k, 8));
+        let packed = Bf16Panels::pack_rows(&w, n, k).unwrap();
+        let fast = packed.matmul(&x, 1).unwrap();
+        let kp = k.div_ceil(2);
+        let pairs = to_pairs(&x, (1, k), (k, 1));
+        let mut slow = vec![0f32; n];
+        for p in 0..n.div_ceil(PANEL) {
+            let cols = (n - p * PANEL).min(PANEL);
+            let panel = &packed.data[p * kp * PANEL..(p + 1) * kp * PANEL];
+            // SAFETY: `slow` has room for columns p*48..p*48+cols.
+            unsafe {
+                super::super::kernel::portable_row(
+                    &pairs,
+                    panel,
+                    slow.as_mut_ptr().add(p * PANEL),
+                    cols,
+                )
+            };
+        }
+        for (a, b) in fast.iter().zip(&slow) {
+            assert!((a - b).abs() < 1e-4, "{a} {b}");
+        }
+    }
+
+    #[test]
+    fn bad_shapes_are_errors() {
+        assert!(Bf16Panels::pack_rows(&[0.0; 5], 2, 3).is_err());
+        assert!(Bf16Panels::pack(&[0.0; 5], (2, 3), (3, 1)).is_err());
+        let p = Bf16Panels::pack_rows(&[0.0; 6], 2, 3).unwrap();
+        assert!(p.matmul(&[0.0; 5], 2).is_err());
+        assert_eq!(p.matmul(&[], 0).unwrap(), Vec::<f32>::new());
+    }
+}
