@@ -1,15 +1,16 @@
 //! Batched decoding throughput of the default model: N chat prompts x M new tokens, greedy,
 //! EOS ignored so every sequence produces exactly M tokens. Run through bench/decode.sh.
 //!
-//! Usage: bench_decode [N=32] [M=128] [R=1] (R repeats the request sentence, for long prompts:
-//! `bench_decode 8 1 40` times the prefill of 8 prompts of about 500 tokens).
+//! Usage: bench_decode [N=32] [M=128] [R=1] [--precision f32|bf16|auto] (R repeats the request
+//! sentence, for long prompts: `bench_decode 8 1 40` times the prefill of 8 prompts of about 500
+//! tokens).
 
 // The allocator of the `quester` binary, so the figures are the binary's.
 #[global_allocator]
 static GLOBAL: quester_model::alloc::Allocator = quester_model::alloc::Allocator;
 
 use quester_model::generate::{generate, GenerationRequest, SamplingParams};
-use quester_model::{load_default, ChatMessage};
+use quester_model::{cpu_matrix_features, load_default, ChatMessage, PrecisionChoice};
 use std::time::Instant;
 
 const TOPICS: [&str; 8] = [
@@ -25,16 +26,34 @@ const TOPICS: [&str; 8] = [
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     quester_model::alloc::keep_freed_memory();
-    let args: Vec<usize> = std::env::args()
-        .skip(1)
-        .filter_map(|a| a.parse().ok())
-        .collect();
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let mut choice = PrecisionChoice::F32;
+    let mut args: Vec<usize> = Vec::new();
+    let mut it = argv.iter();
+    while let Some(a) = it.next() {
+        if a == "--precision" {
+            let v = it.next().ok_or("--precision needs f32, bf16 or auto")?;
+            choice = serde_json::from_value(serde_json::Value::String(v.clone()))
+                .map_err(|_| format!("--precision {v}: allowed f32, bf16, auto"))?;
+        } else {
+            args.push(a.parse().map_err(|_| format!("not a number: {a}"))?);
+        }
+    }
     let n = args.first().copied().unwrap_or(32);
     let m = args.get(1).copied().unwrap_or(128);
     let r = args.get(2).copied().unwrap_or(1).max(1);
     let t0 = Instant::now();
-    let lm = load_default()?;
-    eprintln!("loaded in {:.1}s", t0.elapsed().as_secs_f64());
+    let mut lm = load_default()?;
+    let (precision, note) = choice.resolve(lm.model.device());
+    lm.model.set_precision(precision);
+    if let Some(n) = note {
+        eprintln!("{n}");
+    }
+    eprintln!(
+        "loaded in {:.1}s; precision {precision:?}; {}",
+        t0.elapsed().as_secs_f64(),
+        cpu_matrix_features()
+    );
     let requests: Vec<GenerationRequest> = (0..n)
         .map(|i| {
             let prompt = lm.chat_template.render(
@@ -63,7 +82,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let secs = t.elapsed().as_secs_f64();
     let new_tokens: usize = out.iter().map(|o| o.token_ids.len()).sum();
     println!(
-        "quester: {n} sequences x {m} tokens ({prompt_tokens} prompt tokens): {new_tokens} new tokens in {secs:.2}s = {:.1} tok/s",
+        "quester ({precision:?}): {n} sequences x {m} tokens ({prompt_tokens} prompt tokens): {new_tokens} new tokens in {secs:.2}s = {:.1} tok/s",
         new_tokens as f64 / secs
     );
     eprintln!(

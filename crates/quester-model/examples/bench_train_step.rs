@@ -4,7 +4,7 @@
 //!
 //! cargo run --release -p quester-model --example bench_train_step -- \
 //!     [--export DIR] [--mode full|lora] [--batch 8] [--seq 256] [--prompt 64] [--group 1]
-//!     [--steps 2]
+//!     [--steps 2] [--precision f32|bf16|auto]
 //! (`--group G`: rows come in groups of G completions of one prompt, as in GRPO.)
 //! (`--steps 0` only exports; `--mode adamw` times one AdamW update of all 134.5M parameters,
 //! ours against candle_nn's, with gradients equal to the weights.)
@@ -28,6 +28,7 @@ struct Args {
     prompt: usize,
     group: usize,
     steps: usize,
+    precision: quester_model::PrecisionChoice,
 }
 
 fn parse() -> Result<Args, String> {
@@ -39,6 +40,7 @@ fn parse() -> Result<Args, String> {
         prompt: 64,
         group: 1,
         steps: 2,
+        precision: quester_model::PrecisionChoice::F32,
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -56,6 +58,10 @@ fn parse() -> Result<Args, String> {
             "--prompt" => a.prompt = num(&v)?,
             "--group" => a.group = num(&v)?.max(1),
             "--steps" => a.steps = num(&v)?,
+            "--precision" => {
+                a.precision = serde_json::from_value(serde_json::Value::String(v.clone()))
+                    .map_err(|_| format!("--precision {v}: allowed f32, bf16, auto"))?
+            }
             other => return Err(format!("unknown argument {other}")),
         }
         i += 2;
@@ -138,6 +144,15 @@ fn main() -> Result<(), String> {
             .attach_lora(&LoraConfig::default())
             .map_err(|e| e.to_string())?;
     }
+    let (precision, note) = a.precision.resolve(model.device());
+    model.set_precision(precision);
+    if let Some(n) = note {
+        eprintln!("{n}");
+    }
+    eprintln!(
+        "precision {precision:?}; {}",
+        quester_model::cpu_matrix_features()
+    );
     let vocab = model.config.vocab_size;
     let batch = make_batch(&a, vocab)?;
     let mut trainer =
@@ -158,8 +173,9 @@ fn main() -> Result<(), String> {
         );
     }
     println!(
-        "RESULT ours mode={} group={} step_s={:.3} peak_rss_mb={:.0} loss={loss:.6}",
+        "RESULT ours mode={} precision={} group={} step_s={:.3} peak_rss_mb={:.0} loss={loss:.6}",
         a.mode,
+        format!("{precision:?}").to_lowercase(),
         a.group,
         times.iter().sum::<f64>() / times.len() as f64,
         peak_rss_mb()

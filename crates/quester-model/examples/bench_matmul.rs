@@ -1,0 +1,95 @@
+//! GFLOP/s of the products the model runs, on its shapes: candle's f32 matmul (gemm), the f32
+//! packed kernel, and the bf16 kernel (weights packed once, as in generation, and packed per
+//! call, as in training). One run, side by side; the ratios are the figures.
+//!
+//! Usage: bench_matmul [REPEATS=5]
+
+use candle_core::{Device, Tensor};
+use quester_model::ops::bf16::Bf16Panels;
+use quester_model::ops::PackedMatrix;
+use std::time::Instant;
+
+fn data(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    (0..n)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((s >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+        })
+        .collect()
+}
+
+/// Best seconds of `reps` calls.
+fn best(reps: usize, mut f: impl FnMut()) -> f64 {
+    f();
+    (0..reps)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed().as_secs_f64()
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let reps: usize = std::env::args()
+        .nth(1)
+        .map(|a| a.parse())
+        .transpose()?
+        .unwrap_or(5);
+    println!(
+        "threads {}; {}",
+        rayon::current_num_threads(),
+        quester_model::cpu_matrix_features()
+    );
+    println!(
+        "m x k x n | gemm f32 | packed f32 | bf16 packed once | bf16 packed per call (GFLOP/s)"
+    );
+    let dev = Device::Cpu;
+    for &(m, k, n) in &[
+        (32, 576, 1536),
+        (32, 1536, 576),
+        (32, 576, 49152),
+        (2048, 576, 1536),
+        (2048, 1536, 576),
+        (2048, 576, 576),
+        (2048, 576, 49152),
+    ] {
+        let (x, w) = (data(m * k, 1), data(n * k, 2));
+        let gflop = 2.0 * (m * k * n) as f64 / 1e9;
+        let xt = Tensor::from_vec(x.clone(), (m, k), &dev)?;
+        let wt = Tensor::from_vec(w.clone(), (n, k), &dev)?.t()?;
+        let reps = if m * n > 1 << 24 {
+            1.max(reps / 3)
+        } else {
+            reps
+        };
+        let t_gemm = best(reps, || {
+            let _ = xt.matmul(&wt).expect("matmul");
+        });
+        let pf = PackedMatrix::pack(&w, n, k)?;
+        let t_pf = best(reps, || {
+            let _ = pf.matmul_slice(&x, m);
+        });
+        let pb = Bf16Panels::pack_rows(&w, n, k)?;
+        let t_pb = best(reps, || {
+            let _ = pb.matmul(&x, m).expect("bf16");
+        });
+        let t_pc = best(reps, || {
+            let p = Bf16Panels::pack_rows(&w, n, k).expect("pack");
+            let _ = p.matmul(&x, m).expect("bf16");
+        });
+        println!(
+            "{m} x {k} x {n} | {:.0} | {:.0} | {:.0} | {:.0}",
+            gflop / t_gemm,
+            gflop / t_pf,
+            gflop / t_pb,
+            gflop / t_pc
+        );
+    }
+    Ok(())
+}
