@@ -24,6 +24,15 @@ pub struct ModelArg {
     /// Where the model runs: cpu, cuda or cuda:N (CUDA needs a build with the `cuda` feature).
     #[arg(long, default_value = "cpu")]
     pub device: String,
+    /// How the projections multiply: f32, bf16 (bf16 operands, f32 accumulation) or auto (bf16
+    /// where the CPU has AVX512-BF16).
+    #[arg(long, default_value = "f32", value_parser = parse_precision)]
+    pub precision: quester_model::PrecisionChoice,
+}
+
+fn parse_precision(s: &str) -> Result<quester_model::PrecisionChoice, String> {
+    serde_json::from_value(serde_json::Value::String(s.to_string()))
+        .map_err(|_| format!("{s}: allowed f32, bf16, auto"))
 }
 
 #[derive(clap::Args)]
@@ -104,6 +113,11 @@ fn load_model(arg: &ModelArg) -> anyhow::Result<LoadedModel> {
     if !device.is_cpu() {
         lm.model = lm.model.to_device(&device)?;
     }
+    let (precision, note) = arg.precision.resolve(&device);
+    if let Some(note) = note {
+        tracing::warn!("{note}");
+    }
+    lm.model.set_precision(precision);
     Ok(lm)
 }
 

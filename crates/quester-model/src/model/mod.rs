@@ -81,15 +81,7 @@ impl Model {
     pub fn set_precision(&mut self, precision: Precision) {
         self.precision = precision;
         for l in &mut self.layers {
-            for p in [
-                &mut l.q_proj,
-                &mut l.k_proj,
-                &mut l.v_proj,
-                &mut l.o_proj,
-                &mut l.gate_proj,
-                &mut l.up_proj,
-                &mut l.down_proj,
-            ] {
+            for (_, p) in l.projections_mut() {
                 p.precision = precision;
             }
         }

@@ -354,7 +354,7 @@ impl Layer {
         ]
     }
 
-    fn projections_mut(&mut self) -> [(&'static str, &mut Linear); 7] {
+    pub(crate) fn projections_mut(&mut self) -> [(&'static str, &mut Linear); 7] {
         [
             ("self_attn.q_proj", &mut self.q_proj),
             ("self_attn.k_proj", &mut self.k_proj),

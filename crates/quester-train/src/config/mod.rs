@@ -72,6 +72,10 @@ pub struct ModelSection {
     pub path: String,
     /// Where the native model runs: "cpu", "cuda" or "cuda:N" (a build with the `cuda` feature).
     pub device: String,
+    /// How the projections and the output head multiply, in rollouts and training alike:
+    /// "f32", "bf16" (bf16 operands, f32 accumulation; emulated on a CPU without AVX512-BF16)
+    /// or "auto" (bf16 where the CPU has AVX512-BF16).
+    pub precision: quester_model::PrecisionChoice,
     /// Train LoRA adapters ("lora") or all weights ("full").
     pub train: TrainMode,
     /// Maximum new tokens per response.
@@ -92,6 +96,7 @@ impl Default for ModelSection {
             kind: PolicyKind::Native,
             path: String::new(),
             device: "cpu".into(),
+            precision: quester_model::PrecisionChoice::F32,
             train: TrainMode::Lora,
             max_response_tokens: 1024,
             tabular_candidates: Vec::new(),

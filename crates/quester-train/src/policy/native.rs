@@ -158,6 +158,15 @@ pub fn load_model(cfg: &TrainConfig) -> Result<quester_model::LoadedModel, Train
     if !device.is_cpu() {
         loaded.model = loaded.model.to_device(&device).map_err(err)?;
     }
+    let (precision, note) = cfg.model.precision.resolve(&device);
+    if let Some(note) = note {
+        tracing::warn!("{note}");
+    }
+    tracing::info!(
+        "model precision {precision:?} ({})",
+        quester_model::cpu_matrix_features()
+    );
+    loaded.model.set_precision(precision);
     if cfg.model.train == TrainMode::Lora {
         loaded
             .model
