@@ -46,6 +46,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         rayon::current_num_threads(),
         quester_model::cpu_matrix_features()
     );
+    let (p32, p16) = peaks();
+    println!(
+        "instruction peak, every thread on registers only: f32 FMA {p32:.0} GFLOP/s, vdpbf16ps {p16:.0} GFLOP/s"
+    );
     println!(
         "m x k x n | gemm f32 | packed f32 | bf16 packed once | bf16 packed per call (GFLOP/s)"
     );
@@ -92,4 +96,56 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     Ok(())
+}
+
+/// GFLOP/s of f32 FMAs and of `vdpbf16ps` on registers alone (24 independent chains per
+/// thread, no memory traffic): the ceiling no product can pass on this CPU.
+fn peaks() -> (f64, f64) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if quester_model::ops::bf16::has_bf16_kernel() {
+            use rayon::prelude::*;
+            let threads = rayon::current_num_threads();
+            let iters = 20_000_000usize;
+            let run = |bf16: bool| {
+                let t = Instant::now();
+                let sink: f32 = (0..threads)
+                    .into_par_iter()
+                    // SAFETY: the CPU has AVX-512F and AVX512-BF16 (checked above).
+                    .map(|_| unsafe { peak::chains(iters, bf16) })
+                    .sum();
+                let secs = t.elapsed().as_secs_f64();
+                std::hint::black_box(sink);
+                // 24 vectors of 16 lanes per iteration; bf16 lanes do 2 multiply-adds each.
+                let flops = (threads * iters * 24 * 16 * 2 * if bf16 { 2 } else { 1 }) as f64;
+                flops / secs / 1e9
+            };
+            return (run(false), run(true));
+        }
+    }
+    (f64::NAN, f64::NAN)
+}
+
+#[cfg(target_arch = "x86_64")]
+mod peak {
+    use std::arch::x86_64::*;
+
+    /// # Safety
+    /// The CPU has AVX-512F and AVX512-BF16.
+    #[target_feature(enable = "avx512f,avx512bf16")]
+    pub unsafe fn chains(iters: usize, bf16: bool) -> f32 {
+        let mut acc = [_mm512_setzero_ps(); 24];
+        let a = _mm512_set1_ps(1e-7);
+        let b: __m512bh = std::mem::transmute(_mm512_set1_epi32(0x3380_3380));
+        for _ in 0..iters {
+            for v in acc.iter_mut() {
+                *v = if bf16 {
+                    _mm512_dpbf16_ps(*v, b, b)
+                } else {
+                    _mm512_fmadd_ps(a, a, *v)
+                };
+            }
+        }
+        acc.iter().map(|v| _mm512_reduce_add_ps(*v)).sum()
+    }
 }

@@ -202,3 +202,68 @@ fn bf16_log_probs_stay_near_transformers() {
         sum / n as f64
     );
 }
+
+/// Full fine-tuning gradients of a sequence-level loss, bf16 against f32, weight by weight: the
+/// bf16 backward computes the same gradient up to bf16's rounding (relative error of the whole
+/// tensor), for the projections, the norms and the tied embedding / head alike.
+#[test]
+fn bf16_full_fine_tuning_gradients_follow_the_f32_ones() {
+    let lm = loaded();
+    let prompt = lm
+        .chat_template
+        .render(
+            &[ChatMessage::new("user", "Write a haiku about rain.")],
+            true,
+        )
+        .unwrap();
+    let mut ids = lm.tokenizer.encode(&prompt).unwrap();
+    ids.extend(
+        lm.tokenizer
+            .encode("Soft rain on the roof, a quiet song for the night, the garden drinks deep.")
+            .unwrap(),
+    );
+    let t = ids.len();
+    let ids = Tensor::from_vec(ids, (1, t), &Device::Cpu).unwrap();
+    let mask = Tensor::ones((1, t), candle_core::DType::U32, &Device::Cpu).unwrap();
+    let grads = |p: Precision| {
+        let m = model_in(p);
+        let loss = m
+            .token_logprobs(&ids, &mask, 1)
+            .unwrap()
+            .sum_all()
+            .unwrap()
+            .neg()
+            .unwrap();
+        let g = loss.backward().unwrap();
+        m.trainable_vars()
+            .into_iter()
+            .map(|(name, v)| (name, g.get(v.as_tensor()).expect("a gradient").clone()))
+            .collect::<Vec<_>>()
+    };
+    let (g32, g16) = (grads(Precision::F32), grads(Precision::Bf16));
+    let norm = |t: &Tensor| {
+        f64::from(
+            t.sqr()
+                .unwrap()
+                .sum_all()
+                .unwrap()
+                .to_scalar::<f32>()
+                .unwrap(),
+        )
+        .sqrt()
+    };
+    let mut worst = (0f64, String::new());
+    for ((name, a), (_, b)) in g32.iter().zip(&g16) {
+        let rel = norm(&(b - a).unwrap()) / norm(a).max(1e-30);
+        if rel > worst.0 {
+            worst = (rel, name.clone());
+        }
+    }
+    eprintln!(
+        "bf16 vs f32 full fine-tuning gradients over {} tensors: worst relative error {:.2e} ({})",
+        g32.len(),
+        worst.0,
+        worst.1
+    );
+    assert!(worst.0 < 0.1, "{worst:?}");
+}
