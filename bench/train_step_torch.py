@@ -2,10 +2,16 @@
 same loss as crates/quester-model/examples/bench_train_step.rs.
 
 Usage: train_step_torch.py MODEL_DIR --mode full|lora --batch 8 --seq 256 --prompt 64 [--group 1] --steps 2
-Prints one line `RESULT torch mode=... step_s=... peak_rss_mb=... loss=...`.
+                           [--autocast off|bf16]
+Prints one line `RESULT torch mode=... step_s=... peak_rss_mb=... loss=... autocast=...`.
+
+--autocast bf16 runs the forward pass and the loss under torch.autocast("cpu", bfloat16): the
+matmuls run in bf16 while the master weights, gradients and AdamW stay f32 (the usual
+mixed-precision recipe), so it anchors a bf16 compute path of ours.
 """
 
 import argparse
+import contextlib
 import math
 import resource
 import time
@@ -48,6 +54,7 @@ def main():
     ap.add_argument("--group", type=int, default=1)
     ap.add_argument("--steps", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--autocast", default="off", choices=["off", "bf16"])
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
@@ -72,28 +79,50 @@ def main():
     vocab = model.config.vocab_size
     ids, adv, old = batch_tensors(a.batch, a.seq, a.prompt, vocab, max(1, a.group))
     mask = torch.ones_like(ids)
+
+    def region():
+        if a.autocast == "bf16":
+            return torch.autocast("cpu", dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
+    # Proof that the region does what it says: the dtype a Linear layer outputs in the warm-up
+    # step (bf16 under autocast, f32 otherwise), printed once.
+    seen = {}
+    first_linear = next(m for m in model.modules() if isinstance(m, torch.nn.Linear))
+
+    def record(_module, _inputs, out):
+        seen.setdefault("dtype", out.dtype)  # returns None, so the output is left as it is
+
+    hook = first_linear.register_forward_hook(record)
     times = []
     loss_v = float("nan")
     for step in range(a.steps + 1):
         t0 = time.perf_counter()
-        logits = model(input_ids=ids, attention_mask=mask).logits
-        # Head output is needed only for positions predicting completion tokens.
-        lp = torch.log_softmax(logits[:, a.prompt - 1 : -1, :], dim=-1)
-        logp = lp.gather(-1, ids[:, a.prompt :].unsqueeze(-1)).squeeze(-1)
-        loss = ppo_loss(logp, old, adv)
+        with region():
+            logits = model(input_ids=ids, attention_mask=mask).logits
+            # Head output is needed only for positions predicting completion tokens. The
+            # log-softmax runs in f32 (a no-op cast without autocast): bf16 log-probs would be
+            # too coarse for the PPO ratio.
+            lp = torch.log_softmax(logits[:, a.prompt - 1 : -1, :].float(), dim=-1)
+            logp = lp.gather(-1, ids[:, a.prompt :].unsqueeze(-1)).squeeze(-1)
+            loss = ppo_loss(logp, old, adv)
+        # Backward outside the region, as autocast recommends; gradients land in f32.
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
         dt = time.perf_counter() - t0
         loss_v = loss.item()
+        if step == 0:
+            hook.remove()
+            print(f"torch autocast={a.autocast}: Linear output dtype {seen.get('dtype')}", flush=True)
         if step > 0:  # the first step warms allocators and is not timed
             times.append(dt)
         print(f"torch {a.mode} step {step}: {dt:.2f} s loss {loss_v:.6f}", flush=True)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(
         f"RESULT torch mode={a.mode} step_s={sum(times) / len(times):.3f} "
-        f"peak_rss_mb={peak_mb:.0f} loss={loss_v:.6f}",
+        f"peak_rss_mb={peak_mb:.0f} loss={loss_v:.6f} autocast={a.autocast}",
         flush=True,
     )
 
