@@ -106,9 +106,15 @@ pub fn apply_overrides<S: AsRef<str>>(
 /// Deserialises a table into a config struct. Unknown keys are errors when the struct uses
 /// `deny_unknown_fields`; serde's message names the key and lists the valid ones.
 pub fn from_table<T: DeserializeOwned>(table: toml::Table) -> Result<T, ConfigError> {
-    toml::Value::Table(table)
-        .try_into()
-        .map_err(|e: toml::de::Error| ConfigError::Invalid(e.message().to_string()))
+    serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(
+        |e: serde_path_to_error::Error<toml::de::Error>| {
+            let message = e.inner().message().to_string();
+            match e.path().to_string().as_str() {
+                "." | "" => ConfigError::Invalid(message),
+                path => ConfigError::Invalid(format!("{path}: {message}")),
+            }
+        },
+    )
 }
 
 /// Builds a config from key=value overrides alone (defaults for the rest).
@@ -159,6 +165,13 @@ mod tests {
         let msg = err.to_string();
         assert!(msg.contains("traj_gama"), "{msg}");
         assert!(msg.contains("traj_gamma"), "{msg}");
+    }
+
+    #[test]
+    fn a_bad_value_names_its_key() {
+        let err = from_overrides::<Top, _>(&["algorithm.traj_gamma=\"high\""]).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("algorithm.traj_gamma: invalid type"), "{msg}");
     }
 
     #[test]

@@ -128,3 +128,37 @@ fn snapshots_of_another_model_or_dtype_are_errors() {
     let out = generate(&f64_model, &m.tokenizer, &requests(&m)).unwrap();
     assert_eq!(out.len(), 3);
 }
+
+/// In bf16 the snapshot is bf16 too: decoding on it gives bit for bit the logits of decoding
+/// that packs every product anew (the same panels, the same products), bf16 is not f32, and a
+/// snapshot of the other precision is refused instead of silently decoding in it.
+#[test]
+fn a_bf16_snapshot_decodes_as_the_bf16_model_and_precisions_do_not_mix() {
+    let mut m = tiny();
+    let f32_snapshot = DecodeWeights::new(&m.model).unwrap();
+    let ids = Tensor::new(&[[5u32, 9, 14], [0, 3, 7]], &Device::Cpu).unwrap();
+    let mask = vec![vec![1u32, 1, 1], vec![0, 1, 1]];
+    let logits = |model: &Model, packed: Option<&DecodeWeights>| {
+        let mut cache = model.new_cache(2, 8).unwrap();
+        model
+            .forward_cached_with(&ids, &mask, &[0, 0], &mut cache, packed)
+            .unwrap()
+            .flatten_all()
+            .unwrap()
+            .to_vec1::<f32>()
+            .unwrap()
+    };
+    let f32_logits = logits(&m.model, None);
+    m.model.set_precision(quester_model::Precision::Bf16);
+    let snapshot = DecodeWeights::new(&m.model).unwrap();
+    let packed = logits(&m.model, Some(&snapshot));
+    assert_eq!(packed, logits(&m.model, None));
+    assert_ne!(
+        packed, f32_logits,
+        "bf16 decoding gave f32's logits bit for bit"
+    );
+    let reqs = requests(&m);
+    let err = generate_with(&m.model, &f32_snapshot, &m.tokenizer, &reqs).unwrap_err();
+    assert!(err.to_string().contains("pack them again"), "{err}");
+    generate_with(&m.model, &snapshot, &m.tokenizer, &reqs).unwrap();
+}

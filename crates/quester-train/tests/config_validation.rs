@@ -311,3 +311,26 @@ fn pass_k_needs_enough_samples_per_task() {
     .unwrap();
     assert_eq!(c.eval.pass_ks(), vec![1, 2, 4]);
 }
+
+#[test]
+fn precision_takes_three_values() {
+    for v in ["f32", "bf16", "auto"] {
+        let c = preset(
+            "grpo_bandit_cpu.toml",
+            &[&format!("model.precision=\"{v}\"")],
+        )
+        .unwrap();
+        assert_eq!(
+            serde_json::to_value(c.model.precision).unwrap(),
+            serde_json::Value::String(v.into())
+        );
+    }
+    let e = preset("grpo_bandit_cpu.toml", &["model.precision=\"fp16\""]).unwrap_err();
+    assert!(
+        e.contains("model.precision") || e.contains("precision"),
+        "{e}"
+    );
+    for allowed in ["f32", "bf16", "auto"] {
+        assert!(e.contains(allowed), "`{allowed}` not in: {e}");
+    }
+}
