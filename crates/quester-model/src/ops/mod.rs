@@ -45,6 +45,7 @@ mod rms_norm;
 mod rope;
 mod softmax;
 mod swiglu;
+mod tiles;
 
 pub use attention::causal_attention;
 pub use bf16_linear::linear_bf16;

@@ -13,15 +13,13 @@
 //! with it.
 
 use super::bf16::Bf16Panels;
+use super::tiles::{row_tiles, SharedOut, TILE_ROWS};
 use crate::precision::Precision;
 use candle_core::{bail, CpuStorage, CustomOp1, Layout, Result, Shape, Tensor};
 use rayon::prelude::*;
 
 /// Output columns per panel: three 16-float vectors.
 const PANEL: usize = 48;
-
-/// Rows per full tile: 8 rows x 3 vectors = 24 accumulators of the 32 vector registers.
-const TILE_ROWS: usize = 8;
 
 /// Below this many multiply-adds a product runs on the calling thread.
 const PAR_MIN_FLOPS: usize = 1 << 16;
@@ -207,19 +205,6 @@ impl CustomOp1 for PackedOp<'_> {
     }
 }
 
-/// The output pointer shared by the panel tasks, which write disjoint columns.
-#[derive(Clone, Copy)]
-struct SharedOut(*mut f32);
-// SAFETY: the tasks write disjoint elements (see `matmul_slice`).
-unsafe impl Send for SharedOut {}
-unsafe impl Sync for SharedOut {}
-
-impl SharedOut {
-    fn at(self, offset: usize) -> *mut f32 {
-        self.0.wrapping_add(offset)
-    }
-}
-
 /// One panel against every row, in tiles of 8, 4, 2 and 1 rows.
 ///
 /// # Safety
@@ -237,14 +222,7 @@ unsafe fn panel_product(
     #[cfg(target_arch = "x86_64")]
     {
         if std::is_x86_feature_detected!("avx512f") {
-            let mut r = 0;
-            while r < rows {
-                let n = match rows - r {
-                    n if n >= TILE_ROWS => TILE_ROWS,
-                    n if n >= 4 => 4,
-                    n if n >= 2 => 2,
-                    _ => 1,
-                };
+            for (r, n) in row_tiles(rows) {
                 let xs = &x[r * inp..(r + n) * inp];
                 let yr = y.add(r * ys);
                 match n {
@@ -253,7 +231,6 @@ unsafe fn panel_product(
                     2 => avx512::tile::<2>(xs, inp, panel, yr, ys, cols),
                     _ => avx512::tile::<1>(xs, inp, panel, yr, ys, cols),
                 }
-                r += n;
             }
             return;
         }

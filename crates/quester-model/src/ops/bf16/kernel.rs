@@ -1,9 +1,7 @@
 //! The register tile: R rows of A (bf16 pairs) against one panel of 48 columns.
 
 use super::panels::PANEL;
-
-/// Rows per full tile: 8 rows x 3 vectors = 24 accumulators, as in the f32 kernel.
-pub(super) const TILE_ROWS: usize = 8;
+use crate::ops::tiles::{row_tiles, TILE_ROWS};
 
 /// y[r, c] = sum over pairs q of a[r][q] . panel[q][c] for `rows` rows, in tiles of 8, 4, 2, 1.
 ///
@@ -24,14 +22,7 @@ pub(super) unsafe fn panel_product(
     #[cfg(target_arch = "x86_64")]
     {
         if super::has_bf16_kernel() {
-            let mut r = 0;
-            while r < rows {
-                let n = match rows - r {
-                    n if n >= TILE_ROWS => TILE_ROWS,
-                    n if n >= 4 => 4,
-                    n if n >= 2 => 2,
-                    _ => 1,
-                };
+            for (r, n) in row_tiles(rows) {
                 let ar = &a[r * kp..(r + n) * kp];
                 let yr = y.add(r * ys);
                 match n {
@@ -40,7 +31,6 @@ pub(super) unsafe fn panel_product(
                     2 => avx512::tile::<2>(ar, kp, panel, yr, ys, cols),
                     _ => avx512::tile::<1>(ar, kp, panel, yr, ys, cols),
                 }
-                r += n;
             }
             return;
         }

@@ -1,7 +1,8 @@
 //! A right-hand matrix packed as bf16 pairs in panels, and products against it.
 
 use super::convert::{bf16_bits, convert, interleave};
-use super::kernel::{panel_product, TILE_ROWS};
+use super::kernel::panel_product;
+use crate::ops::tiles::{SharedOut, TILE_ROWS};
 use candle_core::{bail, Result};
 use rayon::prelude::*;
 
@@ -229,19 +230,6 @@ fn to_pairs(a: &[f32], (m, k): (usize, usize), (rs, cs): Strides) -> Vec<u32> {
         }
     }
     pairs
-}
-
-/// The output pointer shared by tasks that write disjoint blocks.
-#[derive(Clone, Copy)]
-struct SharedOut(*mut f32);
-// SAFETY: the tasks write disjoint elements (see `matmul_strided`).
-unsafe impl Send for SharedOut {}
-unsafe impl Sync for SharedOut {}
-
-impl SharedOut {
-    fn at(self, offset: usize) -> *mut f32 {
-        self.0.wrapping_add(offset)
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,45 @@
+//! What the register-tiled product kernels (`packed_matmul`, `bf16`) share: the split of rows
+//! into tiles and the output pointer their parallel tasks write through.
+
+/// Rows per full tile: 8 rows x 3 vectors = 24 accumulators of the 32 vector registers.
+pub(crate) const TILE_ROWS: usize = 8;
+
+/// `rows` split into tiles of 8, then one of 4, 2 and 1 for the rest: (first row, height).
+pub(crate) fn row_tiles(rows: usize) -> impl Iterator<Item = (usize, usize)> {
+    let mut r = 0;
+    std::iter::from_fn(move || {
+        let n = match rows.checked_sub(r)? {
+            0 => return None,
+            n if n >= TILE_ROWS => TILE_ROWS,
+            n if n >= 4 => 4,
+            n if n >= 2 => 2,
+            _ => 1,
+        };
+        r += n;
+        Some((r - n, n))
+    })
+}
+
+/// The output pointer shared by tasks that write disjoint elements of one buffer.
+#[derive(Clone, Copy)]
+pub(crate) struct SharedOut(pub(crate) *mut f32);
+// SAFETY: every user hands each task a disjoint set of elements to write.
+unsafe impl Send for SharedOut {}
+unsafe impl Sync for SharedOut {}
+
+impl SharedOut {
+    pub(crate) fn at(self, offset: usize) -> *mut f32 {
+        self.0.wrapping_add(offset)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn tiles_cover_every_row_once_largest_first() {
+        let tiles: Vec<_> = super::row_tiles(23).collect();
+        assert_eq!(tiles, [(0, 8), (8, 8), (16, 4), (20, 2), (22, 1)]);
+        assert_eq!(super::row_tiles(0).count(), 0);
+        assert_eq!(super::row_tiles(1).collect::<Vec<_>>(), [(0, 1)]);
+    }
+}
