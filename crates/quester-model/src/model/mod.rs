@@ -76,8 +76,8 @@ impl Model {
 
     /// Makes every projection and the output head multiply in `precision`, in generation,
     /// scoring and training alike (so behaviour and training log-probs come from the same
-    /// products). Weights stay f32. A [`DecodeWeights`] snapshot packed before this call keeps
-    /// the precision it was packed in.
+    /// products). Weights stay f32. A [`DecodeWeights`] snapshot packed in the other precision
+    /// is refused from then on: pack it again.
     pub fn set_precision(&mut self, precision: Precision) {
         self.precision = precision;
         for l in &mut self.layers {
