@@ -121,20 +121,11 @@ fn bf16_moves_log_probs_by_little_and_rollouts_agree_with_training() {
             .unwrap()
             .unsqueeze(1)
             .unwrap();
-        let gp = p
-            .gather(&targets, 1)
-            .unwrap()
-            .flatten_all()
-            .unwrap()
-            .to_vec1::<f32>()
-            .unwrap();
-        let gq = q
-            .gather(&targets, 1)
-            .unwrap()
-            .flatten_all()
-            .unwrap()
-            .to_vec1::<f32>()
-            .unwrap();
+        let sampled = |lp: &Tensor| -> Vec<f32> {
+            let g = lp.gather(&targets, 1).unwrap();
+            g.flatten_all().unwrap().to_vec1().unwrap()
+        };
+        let (gp, gq) = (sampled(&p), sampled(&q));
         for (a, b) in gp.iter().zip(&gq) {
             let d = f64::from((a - b).abs());
             lp_max = lp_max.max(d);

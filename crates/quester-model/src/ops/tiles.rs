@@ -33,6 +33,41 @@ impl SharedOut {
     }
 }
 
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod avx512 {
+    use std::arch::x86_64::*;
+
+    /// Writes R rows of 3 accumulator vectors (48 columns) to `y`, the first `cols` columns of
+    /// each row only.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512F; `y` is valid for `cols` (<= 48) writes in each of R rows of stride
+    /// `ys`.
+    #[target_feature(enable = "avx512f")]
+    pub(crate) unsafe fn store_tile<const R: usize>(
+        acc: &[[__m512; 3]; R],
+        y: *mut f32,
+        ys: usize,
+        cols: usize,
+    ) {
+        for (r, a) in acc.iter().enumerate() {
+            for (j, v) in a.iter().enumerate() {
+                let c0 = j * 16;
+                if c0 >= cols {
+                    break;
+                }
+                let left = cols - c0;
+                let mask: __mmask16 = if left >= 16 {
+                    0xffff
+                } else {
+                    (1u16 << left) - 1
+                };
+                _mm512_mask_storeu_ps(y.add(r * ys + c0), mask, *v);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

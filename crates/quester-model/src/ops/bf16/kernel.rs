@@ -97,20 +97,6 @@ mod avx512 {
                 s[2] = _mm512_dpbf16_ps(s[2], b, w2);
             }
         }
-        for (r, s) in acc.iter().enumerate() {
-            for (j, v) in s.iter().enumerate() {
-                let c0 = j * 16;
-                if c0 >= cols {
-                    break;
-                }
-                let left = cols - c0;
-                let mask: __mmask16 = if left >= 16 {
-                    0xffff
-                } else {
-                    (1u16 << left) - 1
-                };
-                _mm512_mask_storeu_ps(y.add(r * ys + c0), mask, *v);
-            }
-        }
+        crate::ops::tiles::avx512::store_tile(&acc, y, ys, cols);
     }
 }
