@@ -3,6 +3,7 @@
 mod cmd_env;
 mod cmd_experiment;
 mod cmd_export;
+mod cmd_gpu_check;
 mod cmd_ifeval;
 mod cmd_memory;
 mod cmd_model;
@@ -53,6 +54,9 @@ enum Command {
     Serve(cmd_serve::ServeArgs),
     /// Show an EMPO2 run's tip memory (from its newest checkpoint).
     Memory(cmd_memory::MemoryArgs),
+    /// Check a GPU against the CPU path (log-probs, gradients, a training step, decoding) and
+    /// measure training and decoding at Qwen3-4B's shape; JSON out.
+    GpuCheck(cmd_gpu_check::GpuCheckArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -73,6 +77,7 @@ fn main() -> std::process::ExitCode {
         Command::Experiment(args) => cmd_experiment::run(args),
         Command::Export(args) => cmd_export::export(args),
         Command::Serve(args) => cmd_serve::serve(args),
+        Command::GpuCheck(args) => cmd_gpu_check::run_check(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

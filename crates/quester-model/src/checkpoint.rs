@@ -95,6 +95,14 @@ pub fn save_checkpoint(
     optimizer: Option<&AdamW>,
     meta: &CheckpointMeta,
 ) -> Result<(), CheckpointError> {
+    // Device moments are copied to the host here; host moments are borrowed.
+    let moments = match optimizer {
+        Some(opt) => opt.moments().map_err(|e| CheckpointError::Invalid {
+            path: path.to_path_buf(),
+            what: format!("reading the optimiser moments: {e}"),
+        })?,
+        None => Vec::new(),
+    };
     let mut tensors: Vec<(String, Payload<'_>)> = weights
         .iter()
         .map(|(n, t)| (format!("{WEIGHTS}{n}"), Payload::Tensor(t.clone())))
@@ -103,8 +111,8 @@ pub fn save_checkpoint(
     metadata.insert("format".to_string(), "pt".to_string());
     metadata.insert(META_KEY.to_string(), to_json(path, meta)?);
     if let Some(opt) = optimizer {
-        let names: Vec<String> = opt.moments().map(|m| m.name.clone()).collect();
-        for m in opt.moments() {
+        let names: Vec<String> = moments.iter().map(|m| m.name.clone()).collect();
+        for m in &moments {
             tensors.push((
                 format!("{MOMENT_M}{}", m.name),
                 Payload::F32(&m.m, m.shape.clone()),

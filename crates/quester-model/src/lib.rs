@@ -39,3 +39,30 @@ pub mod checkpoint;
 pub mod export;
 pub mod optim;
 pub mod train_step;
+
+#[cfg(feature = "cuda")]
+mod cuda;
+
+/// Whether quester's own CUDA kernels run on a GPU: yes unless `QUESTER_CUDA_KERNELS=0` or
+/// [`set_cuda_kernels`] turned them off, in which case candle's portable ops run instead.
+pub fn cuda_kernels_enabled() -> bool {
+    use std::sync::atomic::Ordering;
+    match CUDA_KERNELS.load(Ordering::Relaxed) {
+        0 => {
+            let on = std::env::var("QUESTER_CUDA_KERNELS").map_or(true, |v| v != "0");
+            set_cuda_kernels(on);
+            on
+        }
+        state => state == 1,
+    }
+}
+
+/// Turns quester's own CUDA kernels on or off for the whole process (`quester gpu-check` runs
+/// both ways to compare them).
+pub fn set_cuda_kernels(on: bool) {
+    CUDA_KERNELS.store(if on { 1 } else { 2 }, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// 0: not read from the environment yet; 1: on; 2: off.
+static CUDA_KERNELS: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+pub mod device_check;

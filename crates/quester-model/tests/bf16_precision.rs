@@ -258,3 +258,51 @@ fn bf16_full_fine_tuning_gradients_follow_the_f32_ones() {
     );
     assert!(worst.0 < 0.1, "{worst:?}");
 }
+
+/// The bf16 path a GPU takes (candle's portable ops: bf16 operands and a bf16-rounded product,
+/// as cuBLAS under `torch.autocast` gives) run here on the CPU, against our CPU bf16 kernels and
+/// against f32: its next-token distributions stay as close to f32 as the CPU's do, to within a
+/// small factor (the extra rounding of each product's output).
+#[test]
+fn the_gpu_bf16_path_stays_near_f32() {
+    let lm = loaded();
+    let prompt = lm
+        .tokenizer
+        .encode(
+            &lm.chat_template
+                .render(
+                    &[ChatMessage::new("user", "Describe a cat in one sentence.")],
+                    true,
+                )
+                .unwrap(),
+        )
+        .unwrap();
+    let completion = lm
+        .tokenizer
+        .encode("A cat is a small, furry animal that purrs when it is happy.")
+        .unwrap();
+    let f32_rows = completion_log_softmax(&model_in(Precision::F32), &prompt, &completion);
+    let cpu_bf16 = completion_log_softmax(&model_in(Precision::Bf16), &prompt, &completion);
+    let gpu_bf16 = quester_model::ops::with_portable_ops(|| {
+        completion_log_softmax(&model_in(Precision::Bf16), &prompt, &completion)
+    });
+    let gpu_f32 = quester_model::ops::with_portable_ops(|| {
+        completion_log_softmax(&model_in(Precision::F32), &prompt, &completion)
+    });
+    let (kl_cpu, _) = kl(&f32_rows, &cpu_bf16);
+    let (kl_gpu, kl_gpu_max) = kl(&f32_rows, &gpu_bf16);
+    let (kl_f32, _) = kl(&f32_rows, &gpu_f32);
+    println!(
+        "KL to f32 per token: CPU bf16 {kl_cpu:.2e}, GPU-path bf16 {kl_gpu:.2e} (max \
+         {kl_gpu_max:.2e}), GPU-path f32 {kl_f32:.2e}"
+    );
+    assert!(
+        kl_f32.abs() < 1e-6,
+        "the portable f32 path is the f32 path: {kl_f32}"
+    );
+    assert!(kl_gpu < 2e-3, "GPU-path bf16 KL {kl_gpu}");
+    assert!(
+        kl_gpu < 10.0 * kl_cpu.max(1e-5),
+        "GPU-path {kl_gpu} vs CPU {kl_cpu}"
+    );
+}

@@ -45,8 +45,9 @@ impl DecodeWeights {
     /// kernel (elsewhere the portable loop is slower than gemm, and GPUs have their own). In
     /// bf16 always on the CPU: unpacked, every product would pack its weight anew.
     pub fn pays_off(model: &Model) -> bool {
+        // Not on the path a GPU takes (`with_portable_ops` on the CPU decodes as a GPU does).
         model.dtype() == DType::F32
-            && model.device().is_cpu()
+            && !crate::ops::portable_wanted(model.device())
             && (model.precision == Precision::Bf16 || PackedMatrix::has_fast_kernel())
     }
 

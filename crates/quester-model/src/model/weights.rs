@@ -11,6 +11,9 @@ use candle_core::{DType, Device, Tensor, Var};
 use rand::Rng;
 use std::collections::HashMap;
 
+/// Draws a tensor of a shape from normal(mean, std): `randn(shape, std, mean)`.
+type RandnFn<'a> = dyn FnMut(&[usize], f64, f64) -> Result<Tensor> + 'a;
+
 impl Model {
     /// Builds a model from tensors with Hugging Face names (`model.layers.0.self_attn.q_proj.weight`,
     /// ...), converted to `dtype`. `source` names the file or directory in errors.
@@ -113,12 +116,11 @@ impl Model {
         })
     }
 
-    /// A randomly initialised model (normal(0, 0.02) matrices, norms near 1) for tests.
+    /// A randomly initialised model (normal(0, 0.2) matrices, norms near 1) for tests, drawn
+    /// from a seeded host stream: the same weights on every machine.
     pub fn tiny_random(config: &ModelConfig, seed: u64) -> Result<Self> {
         let mut rng = init_rng(seed);
-        let mut tensors = HashMap::new();
-        let c = config;
-        let mut randn = |shape: &[usize], std: f64, mean: f64| -> Result<Tensor> {
+        Self::random_with(config, &mut |shape: &[usize], std: f64, mean: f64| {
             let n: usize = shape.iter().product();
             // Box-Muller from the seeded stream keeps the weights reproducible.
             let v: Vec<f32> = (0..n)
@@ -130,7 +132,29 @@ impl Model {
                 })
                 .collect();
             Ok(Tensor::from_vec(v, shape, &Device::Cpu)?)
-        };
+        })
+    }
+
+    /// A random model of any size drawn on `device` itself (a GPU's generator, seeded with
+    /// `seed`): a 4B-parameter model in seconds, where the host stream of [`Model::tiny_random`]
+    /// takes minutes. On the CPU it is [`Model::tiny_random`].
+    pub fn random_on(config: &ModelConfig, seed: u64, device: &Device) -> Result<Self> {
+        if device.is_cpu() {
+            return Self::tiny_random(config, seed);
+        }
+        device.set_seed(seed)?;
+        Self::random_with(config, &mut |shape: &[usize], std: f64, mean: f64| {
+            Ok(Tensor::randn(mean as f32, std as f32, shape, device)?)
+        })
+    }
+
+    /// A model whose every weight is `randn(shape, std, mean)`.
+    fn random_with(
+        config: &ModelConfig,
+        randn: &mut RandnFn<'_>,
+    ) -> Result<Self> {
+        let c = config;
+        let mut tensors = HashMap::new();
         let (h, qd, kvd) = (
             c.hidden_size,
             c.num_attention_heads * c.head_dim,
@@ -181,7 +205,7 @@ impl Model {
                 randn(&[c.vocab_size, h], std, 0.0)?,
             );
         }
-        Model::from_named_tensors(c.clone(), tensors, DType::F32, "tiny_random")
+        Model::from_named_tensors(c.clone(), tensors, DType::F32, "random")
     }
 
     /// Every weight with its Hugging Face name (LoRA adapters excluded), for export.

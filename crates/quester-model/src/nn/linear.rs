@@ -201,11 +201,9 @@ impl Linear {
 
 /// `x W^T` differentiable in both (a full fine-tune's projection), in `precision`.
 pub(crate) fn full_matmul(x: &Tensor, w: &Tensor, precision: Precision) -> Result<Tensor> {
-    // The portable path (any device but the CPU) stays f32.
-    let bf16 = precision == Precision::Bf16
-        && x.dtype() == DType::F32
-        && !crate::ops::portable_wanted(x.device());
-    if bf16 {
+    if crate::ops::portable_wanted(x.device()) {
+        crate::ops::portable_matmul_t(x, w, precision)
+    } else if precision == Precision::Bf16 && x.dtype() == DType::F32 {
         crate::ops::linear_bf16(x, w)
     } else {
         x.matmul(&w.t()?)

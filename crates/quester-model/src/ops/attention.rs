@@ -48,7 +48,7 @@ pub fn causal_attention(
     if key_mask.len() != b || key_mask.iter().any(|m| m.len() != s) {
         bail!("attention: key mask must be [{b}][{s}]");
     }
-    if super::portable::wanted(q.device()) {
+    if super::portable::wanted(q.device()) && !fused_on_gpu(q) {
         return super::portable::causal_attention(q, k, v, key_mask, past);
     }
     let op = Attention {
@@ -57,6 +57,19 @@ pub fn causal_attention(
     };
     q.contiguous()?.apply_op3(&kv_view(k)?, &kv_view(v)?, op)
 }
+
+/// Whether `q` is on a GPU where the fused CUDA forward (`cuda/kernels.cu`) runs: f32, a head
+/// of at most 256, and the kernels not turned off. Its backward is the portable one.
+fn fused_on_gpu(q: &Tensor) -> bool {
+    cfg!(feature = "cuda")
+        && q.device().is_cuda()
+        && crate::cuda_kernels_enabled()
+        && q.dtype() == candle_core::DType::F32
+        && q.dims().last().is_some_and(|&d| d <= CUDA_MAX_HEAD_DIM)
+}
+
+/// The widest head the CUDA kernel takes (8 elements per lane of a warp).
+const CUDA_MAX_HEAD_DIM: usize = 256;
 
 /// `k` as is when its rows are contiguous (a cache narrowed along S is), else a copy.
 fn kv_view(k: &Tensor) -> Result<Tensor> {
@@ -350,6 +363,80 @@ impl CustomOp3 for Attention {
         Ok((out, l1.shape().clone()))
     }
 
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        s1: &candle_core::CudaStorage,
+        l1: &Layout,
+        s2: &candle_core::CudaStorage,
+        l2: &Layout,
+        s3: &candle_core::CudaStorage,
+        l3: &Layout,
+    ) -> Result<(candle_core::CudaStorage, Shape)> {
+        use candle_core::cuda_backend::cudarc::driver::{LaunchConfig, PushKernelArg};
+        use candle_core::cuda_backend::WrapErr;
+        if l2.stride() != l3.stride() || l2.start_offset() != l3.start_offset() {
+            bail!("attention: k and v must share a layout");
+        }
+        let geo = self.geom(l1, l2)?;
+        let Some((q0, q1)) = l1.contiguous_offsets() else {
+            bail!("attention: q must be contiguous")
+        };
+        let b = l1.dims()[0];
+        let rows = geo.g * geo.t;
+        let dev = s1.device.clone();
+        let q = s1.as_cuda_slice::<f32>()?.slice(q0..q1);
+        let k = s2.as_cuda_slice::<f32>()?.slice(geo.kv_start..);
+        let v = s3.as_cuda_slice::<f32>()?.slice(geo.kv_start..);
+        let mask: Vec<u32> = self.mask.iter().flatten().copied().collect();
+        let mask = dev.clone_htod(&mask)?;
+        // SAFETY: every element is written by the kernel (one warp per row, every column).
+        let mut out = unsafe { dev.alloc::<f32>(q1 - q0) }?;
+        // Key tiles of at most 24 KiB each for k and v, within the 48 KiB of shared memory a
+        // block gets without opting in.
+        let tile = (6144 / geo.d).clamp(1, 32);
+        const WARPS: usize = 8; // ATT_WARPS in kernels.cu
+        let cfg = LaunchConfig {
+            grid_dim: (rows.div_ceil(WARPS) as u32, (b * geo.h) as u32, 1),
+            block_dim: (32 * WARPS as u32, 1, 1),
+            shared_mem_bytes: (2 * tile * geo.d * 4) as u32,
+        };
+        let func = crate::cuda::func(&dev, "quester_attention_fwd")?;
+        let int = |x: usize| x as i32;
+        let (h, r, t, s, d, past, tile) = (
+            int(geo.h),
+            int(rows),
+            int(geo.t),
+            int(geo.s),
+            int(geo.d),
+            int(geo.past),
+            int(tile),
+        );
+        let (kv_sb, kv_sh) = (geo.kv_sb as i64, geo.kv_sh as i64);
+        let mut launch = func.builder();
+        launch
+            .arg(&q)
+            .arg(&k)
+            .arg(&v)
+            .arg(&mask)
+            .arg(&mut out)
+            .arg(&h)
+            .arg(&r)
+            .arg(&t)
+            .arg(&s)
+            .arg(&d)
+            .arg(&past)
+            .arg(&tile)
+            .arg(&kv_sb)
+            .arg(&kv_sh);
+        // SAFETY: the shapes and strides passed are those of the storages checked above.
+        unsafe { launch.launch(cfg) }.w()?;
+        Ok((
+            candle_core::CudaStorage::wrap_cuda_slice(out, dev),
+            l1.shape().clone(),
+        ))
+    }
+
     fn bwd(
         &self,
         q: &Tensor,
@@ -358,6 +445,11 @@ impl CustomOp3 for Attention {
         _res: &Tensor,
         grad: &Tensor,
     ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+        if !q.device().is_cpu() {
+            let (dq, dk, dv) =
+                super::portable::causal_attention_backward(q, k, v, &self.mask, self.past, grad)?;
+            return Ok((Some(dq), Some(dk), Some(dv)));
+        }
         let (k, v) = (k.contiguous()?, v.contiguous()?);
         let geo = self.geom(q.layout(), k.layout())?;
         let dev = q.device();
@@ -393,7 +485,7 @@ mod tests {
     use super::*;
     use crate::gradcheck::check_gradients;
     use crate::ops::softmax_last_dim;
-    use candle_core::{DType, Device};
+    use candle_core::{DType, Device, Var};
 
     /// The unfused reference: scores, additive -1e9 bias, softmax, weighted sum.
     fn reference(q: &Tensor, k: &Tensor, v: &Tensor, mask: &[Vec<u32>], past: usize) -> Tensor {
@@ -525,6 +617,45 @@ mod tests {
                 1e-6,
             )
             .unwrap_or_else(|e| panic!("past {past}: {e}"));
+        }
+    }
+
+    /// The backward pass a GPU runs (probabilities recomputed with candle ops) against the
+    /// fused CPU backward, with padding on both sides, a row that sees no key and a cache.
+    #[test]
+    fn the_gpu_backward_matches_the_fused_one() {
+        let mut m0 = vec![1u32; 9];
+        m0[..4].iter_mut().for_each(|x| *x = 0);
+        let mut m1 = vec![1u32; 9];
+        m1[7..].iter_mut().for_each(|x| *x = 0);
+        let mask = vec![m0, m1];
+        for (past, rows) in [(0usize, 18usize), (4, 10)] {
+            let q = Var::from_tensor(&rand((2, 2, rows, 8), DType::F64)).unwrap();
+            let k = Var::from_tensor(&rand((2, 2, 9, 8), DType::F64)).unwrap();
+            let v = Var::from_tensor(&rand((2, 2, 9, 8), DType::F64)).unwrap();
+            let grad = rand((2, 2, rows, 8), DType::F64);
+            let out = causal_attention(&q, &k, &v, &mask, past).unwrap();
+            let grads = (out * &grad)
+                .unwrap()
+                .sum_all()
+                .unwrap()
+                .backward()
+                .unwrap();
+            let (dq, dk, dv) =
+                crate::ops::portable::causal_attention_backward(&q, &k, &v, &mask, past, &grad)
+                    .unwrap();
+            for (name, want, got) in [("q", &q, dq), ("k", &k, dk), ("v", &v, dv)] {
+                let want = grads.get(want.as_tensor()).unwrap();
+                let err = (want - &got)
+                    .unwrap()
+                    .abs()
+                    .unwrap()
+                    .max_all()
+                    .unwrap()
+                    .to_scalar::<f64>()
+                    .unwrap();
+                assert!(err < 1e-10, "past {past}: d{name} differs by {err}");
+            }
         }
     }
 

@@ -15,8 +15,7 @@ pub fn frozen_matmul(x: &Tensor, w: &Tensor) -> Result<Tensor> {
     frozen_matmul_with(x, w, Precision::F32)
 }
 
-/// [`frozen_matmul`] in `precision` (bf16 applies to f32 tensors on the CPU; f64 and the
-/// portable path stay exact).
+/// [`frozen_matmul`] in `precision` (bf16 applies to f32 tensors; f64 stays exact).
 pub fn frozen_matmul_with(x: &Tensor, w: &Tensor, precision: Precision) -> Result<Tensor> {
     let (out, inp) = w.dims2()?;
     let dims = x.dims().to_vec();
@@ -26,7 +25,7 @@ pub fn frozen_matmul_with(x: &Tensor, w: &Tensor, precision: Precision) -> Resul
     let rows = x.elem_count() / inp.max(1);
     let x = x.reshape((rows, inp))?;
     let y = if super::portable::wanted(x.device()) {
-        super::portable::frozen_matmul(&x, w)?
+        super::portable::frozen_matmul(&x, w, precision)?
     } else {
         x.contiguous()?.apply_op1(FrozenMatmul {
             w: w.detach().contiguous()?,

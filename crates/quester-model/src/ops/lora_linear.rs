@@ -39,7 +39,7 @@ pub fn lora_linear(
         bail!("lora linear: bias must be [{out}]");
     }
     if super::portable::wanted(x.device()) {
-        return super::portable::lora_linear(x, w, bias, a, b, scale);
+        return super::portable::lora_linear(x, w, bias, a, b, scale, precision);
     }
     let op = LoraLinear {
         w: w.detach().contiguous()?,

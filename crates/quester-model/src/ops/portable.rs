@@ -6,6 +6,7 @@
 //! memory the fused ops avoid: attention materialises its [rows, S] scores and the log-prob
 //! gather its log-softmax block, as an eager PyTorch model does.
 
+use crate::precision::Precision;
 use candle_core::{DType, Device, Result, Tensor, D};
 use std::cell::Cell;
 
@@ -74,12 +75,26 @@ pub(crate) fn rope(x: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
     Tensor::cat(&[lo, hi], D::Minus1)
 }
 
-/// `x` [rows, in] times the transpose of `w` [out, in], with no gradient for `w`.
-pub(crate) fn frozen_matmul(x: &Tensor, w: &Tensor) -> Result<Tensor> {
-    x.matmul(&w.detach().t()?)
+/// `x` [rows, in] times the transpose of `w` [out, in], in `precision`: in bf16 both operands
+/// are rounded to bf16 and the product (cuBLAS accumulates in f32 and rounds its output to bf16,
+/// as under `torch.autocast`) is returned in f32. Differentiable in both.
+pub(crate) fn matmul_t(x: &Tensor, w: &Tensor, precision: Precision) -> Result<Tensor> {
+    if precision == Precision::Bf16 && x.dtype() == DType::F32 {
+        x.to_dtype(DType::BF16)?
+            .matmul(&w.to_dtype(DType::BF16)?.t()?)?
+            .to_dtype(DType::F32)
+    } else {
+        x.matmul(&w.t()?)
+    }
 }
 
-/// `x W^T (+ bias) + scale (x A^T) B^T` with W and the bias frozen.
+/// [`matmul_t`] with no gradient for `w`.
+pub(crate) fn frozen_matmul(x: &Tensor, w: &Tensor, precision: Precision) -> Result<Tensor> {
+    matmul_t(x, &w.detach(), precision)
+}
+
+/// `x W^T (+ bias) + scale (x A^T) B^T` with W and the bias frozen; the product with W in
+/// `precision`, the adapter's in f32 (as on the CPU).
 pub(crate) fn lora_linear(
     x: &Tensor,
     w: &Tensor,
@@ -87,8 +102,9 @@ pub(crate) fn lora_linear(
     a: &Tensor,
     b: &Tensor,
     scale: f64,
+    precision: Precision,
 ) -> Result<Tensor> {
-    let mut y = frozen_matmul(x, w)?;
+    let mut y = frozen_matmul(x, w, precision)?;
     if let Some(bias) = bias {
         y = y.broadcast_add(&bias.detach())?;
     }
@@ -105,6 +121,54 @@ pub(crate) fn causal_attention(
     key_mask: &[Vec<u32>],
     past: usize,
 ) -> Result<Tensor> {
+    let (bias, seen) = attention_mask(q, k, key_mask, past)?;
+    let scores = q
+        .contiguous()?
+        .matmul(&k.contiguous()?.t()?)?
+        .broadcast_add(&bias)?;
+    softmax_last_dim(&scores)?
+        .matmul(&v.contiguous()?)?
+        .broadcast_mul(&seen)
+}
+
+/// The gradients (dq, dk, dv) of [`causal_attention`] for the output gradient `grad`, from the
+/// probabilities recomputed here: the backward pass of the fused GPU forward, which keeps no
+/// probabilities, so only one layer's [rows, S] block is alive at a time.
+pub(crate) fn causal_attention_backward(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    key_mask: &[Vec<u32>],
+    past: usize,
+    grad: &Tensor,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    // Detached: the results must not hold this recomputation's graph alive in the gradients.
+    let (q, k, v) = (
+        q.detach().contiguous()?,
+        k.detach().contiguous()?,
+        v.detach().contiguous()?,
+    );
+    let (bias, seen) = attention_mask(&q, &k, key_mask, past)?;
+    let p = softmax_last_dim(&q.matmul(&k.t()?)?.broadcast_add(&bias)?)?;
+    // A row that sees no key outputs zeros whatever its inputs: its gradient is zero.
+    let go = grad.detach().broadcast_mul(&seen)?;
+    let dv = p.t()?.matmul(&go)?;
+    let dp = go.matmul(&v.t()?)?;
+    // Softmax backward: dS = P * (dP - rowsum(P * dP)).
+    let ds = (&p * dp.broadcast_sub(&(&p * &dp)?.sum_keepdim(D::Minus1)?)?)?;
+    let dq = ds.matmul(&k)?;
+    let dk = ds.t()?.matmul(&q)?;
+    Ok((dq, dk, dv))
+}
+
+/// The additive mask [B, 1, rows, S] (0 where a key is visible, -1e9 where not) and the row
+/// flags [B, 1, rows, 1] (1 where the row sees at least one key).
+fn attention_mask(
+    q: &Tensor,
+    k: &Tensor,
+    key_mask: &[Vec<u32>],
+    past: usize,
+) -> Result<(Tensor, Tensor)> {
     let (b, _, rows, _) = q.dims4()?;
     let s = k.dim(2)?;
     let t = s - past;
@@ -126,11 +190,5 @@ pub(crate) fn causal_attention(
     let dev = q.device();
     let bias = Tensor::from_vec(bias, (b, 1, rows, s), dev)?.to_dtype(q.dtype())?;
     let seen = Tensor::from_vec(seen, (b, 1, rows, 1), dev)?.to_dtype(q.dtype())?;
-    let scores = q
-        .contiguous()?
-        .matmul(&k.contiguous()?.t()?)?
-        .broadcast_add(&bias)?;
-    softmax_last_dim(&scores)?
-        .matmul(&v.contiguous()?)?
-        .broadcast_mul(&seen)
+    Ok((bias, seen))
 }

@@ -6,15 +6,19 @@
 //! `p <- p - lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)`
 //! (the same formula as `candle_nn::AdamW` and `torch.optim.AdamW`).
 //!
-//! The update of `p`, `m` and `v` is one fused pass over the f32 slices, split across rayon
-//! threads. Moments live in plain `Vec<f32>` (they never take part in autograd) and the parameter
-//! is written in place through an in-place custom op, so no tensor is allocated per step.
+//! On the CPU the update of `p`, `m` and `v` is one fused pass over the f32 slices, split across
+//! rayon threads. Moments live in plain `Vec<f32>` (they never take part in autograd) and the
+//! parameter is written in place through an in-place custom op, so no tensor is allocated per
+//! step. On a GPU the moments live on the device beside the parameter and the update is two
+//! in-place kernels ([`super::adamw_device`]): nothing crosses to the host.
 
+use super::adamw_device::{MomentsOp, ParamOp};
 use super::OptimError;
 use candle_core::backprop::GradStore;
 use candle_core::{CpuStorage, DType, Device, InplaceOp2, Layout, Tensor, Var};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::sync::Mutex;
 
 /// Elements per rayon task: large enough to amortise scheduling, small enough to balance.
@@ -112,7 +116,38 @@ pub struct AdamWState {
 struct Slot {
     name: String,
     var: Var,
-    moments: MomentState,
+    store: Store,
+}
+
+/// Where a parameter's moments live.
+enum Store {
+    /// In host memory, updated by the fused host pass (CPU parameters).
+    Host(MomentState),
+    /// On the parameter's device as one tensor [2n]: m, then v (see `adamw_device`).
+    Device { shape: Vec<usize>, mv: Tensor },
+}
+
+impl Slot {
+    fn shape(&self) -> &[usize] {
+        self.var.dims()
+    }
+
+    /// The moments as host vectors (a copy from the device for device moments).
+    fn moments(&self) -> Result<Cow<'_, MomentState>, OptimError> {
+        match &self.store {
+            Store::Host(m) => Ok(Cow::Borrowed(m)),
+            Store::Device { shape, mv } => {
+                let mut all = mv.to_vec1::<f32>()?;
+                let v = all.split_off(all.len() / 2);
+                Ok(Cow::Owned(MomentState {
+                    name: self.name.clone(),
+                    shape: shape.clone(),
+                    m: all,
+                    v,
+                }))
+            }
+        }
+    }
 }
 
 /// Fused, multi-threaded AdamW over named f32 variables (its arithmetic runs on the CPU).
@@ -125,8 +160,9 @@ pub struct AdamW {
 
 impl AdamW {
     /// Creates the optimiser with zero moments. Every variable must be f32 and names must be
-    /// unique. The moments live in host memory; a variable on another device (CUDA) is updated
-    /// through a host copy.
+    /// unique. The moments of a CPU variable live in host memory; those of a variable on another
+    /// device (CUDA) live on that device (as they do on the CPU inside
+    /// [`crate::ops::with_portable_ops`], which is how the CPU tests check that path).
     pub fn new(params: Vec<(String, Var)>, config: AdamWConfig) -> Result<Self, OptimError> {
         config.validate().map_err(|what| OptimError::Param {
             name: "<config>".into(),
@@ -149,16 +185,20 @@ impl AdamW {
             }
             let n = var.elem_count();
             let shape = var.dims().to_vec();
-            slots.push(Slot {
-                moments: MomentState {
+            let store = if crate::ops::portable_wanted(var.device()) {
+                Store::Device {
+                    shape,
+                    mv: Tensor::zeros(2 * n, DType::F32, var.device())?,
+                }
+            } else {
+                Store::Host(MomentState {
                     name: name.clone(),
                     shape,
                     m: vec![0.0; n],
                     v: vec![0.0; n],
-                },
-                name,
-                var,
-            });
+                })
+            };
+            slots.push(Slot { store, name, var });
         }
         Ok(Self {
             lr: config.lr,
@@ -196,17 +236,18 @@ impl AdamW {
             .collect()
     }
 
-    /// A copy of the state for checkpoints.
-    pub fn state(&self) -> AdamWState {
-        AdamWState {
+    /// A copy of the state for checkpoints (device moments are copied to the host).
+    pub fn state(&self) -> Result<AdamWState, OptimError> {
+        Ok(AdamWState {
             step: self.step,
-            moments: self.slots.iter().map(|s| s.moments.clone()).collect(),
-        }
+            moments: self.moments()?.into_iter().map(Cow::into_owned).collect(),
+        })
     }
 
-    /// Borrowed view of the moments (avoids copying them when writing a checkpoint).
-    pub fn moments(&self) -> impl Iterator<Item = &MomentState> {
-        self.slots.iter().map(|s| &s.moments)
+    /// The moments, borrowed where they live in host memory (no copy when writing a checkpoint)
+    /// and copied from the device where they do not.
+    pub fn moments(&self) -> Result<Vec<Cow<'_, MomentState>>, OptimError> {
+        self.slots.iter().map(Slot::moments).collect()
     }
 
     /// Replaces the state. Every parameter must be present by name with the same shape.
@@ -222,10 +263,12 @@ impl AdamW {
                 OptimError::StateMismatch(format!("no moments for parameter `{}`", slot.name))
             })?;
             let n = slot.var.elem_count();
-            if m.shape != slot.moments.shape || m.m.len() != n || m.v.len() != n {
+            if m.shape != slot.shape() || m.m.len() != n || m.v.len() != n {
                 return Err(OptimError::StateMismatch(format!(
                     "parameter `{}` has shape {:?}, saved moments have shape {:?}",
-                    slot.name, slot.moments.shape, m.shape
+                    slot.name,
+                    slot.shape(),
+                    m.shape
                 )));
             }
             next.push(m);
@@ -236,7 +279,13 @@ impl AdamW {
             )));
         }
         for (slot, m) in self.slots.iter_mut().zip(next) {
-            slot.moments = m;
+            match &mut slot.store {
+                Store::Host(host) => *host = m,
+                Store::Device { mv, .. } => {
+                    let all = [m.m, m.v].concat();
+                    *mv = Tensor::from_vec(all, mv.dims(), mv.device())?;
+                }
+            }
         }
         self.step = state.step;
         Ok(())
@@ -275,19 +324,28 @@ impl AdamW {
                     ),
                 });
             }
-            let kernel = Kernel {
-                m: Mutex::new(&mut slot.moments.m),
-                v: Mutex::new(&mut slot.moments.v),
-                c: consts,
-            };
             let param = slot.var.as_tensor();
-            if param.device().is_cpu() {
-                param.inplace_op2(&g, &kernel)?;
-            } else {
-                // The kernel runs on host memory: two copies of the parameter per step.
-                let host = param.to_device(&Device::Cpu)?;
-                host.inplace_op2(&g.to_device(&Device::Cpu)?, &kernel)?;
-                slot.var.set(&host.to_device(param.device())?)?;
+            match &mut slot.store {
+                Store::Host(host) => {
+                    let kernel = Kernel {
+                        m: Mutex::new(&mut host.m),
+                        v: Mutex::new(&mut host.v),
+                        c: consts,
+                    };
+                    if param.device().is_cpu() {
+                        param.inplace_op2(&g, &kernel)?;
+                    } else {
+                        // Host moments for a device parameter (a checkpoint loaded before the
+                        // move): the fused pass on a host copy.
+                        let host = param.to_device(&Device::Cpu)?;
+                        host.inplace_op2(&g.to_device(&Device::Cpu)?, &kernel)?;
+                        slot.var.set(&host.to_device(param.device())?)?;
+                    }
+                }
+                Store::Device { mv, .. } => {
+                    mv.inplace_op2(&g, &MomentsOp(consts))?;
+                    param.inplace_op2(mv, &ParamOp(consts))?;
+                }
             }
         }
         Ok(())
@@ -305,18 +363,19 @@ fn contiguous_f32(g: &Tensor, name: &str) -> Result<Tensor, OptimError> {
     Ok(g.contiguous()?)
 }
 
+/// The per-step scalars of the update, shared by the host pass and the device ops.
 #[derive(Clone, Copy)]
-struct Consts {
-    decay: f32,
-    b1: f32,
-    b2: f32,
-    one_minus_b1: f32,
-    one_minus_b2: f32,
-    inv_bc1: f32,
-    inv_bc2: f32,
-    lr: f32,
-    eps: f32,
-    scale: f32,
+pub(super) struct Consts {
+    pub(super) decay: f32,
+    pub(super) b1: f32,
+    pub(super) b2: f32,
+    pub(super) one_minus_b1: f32,
+    pub(super) one_minus_b2: f32,
+    pub(super) inv_bc1: f32,
+    pub(super) inv_bc2: f32,
+    pub(super) lr: f32,
+    pub(super) eps: f32,
+    pub(super) scale: f32,
 }
 
 struct Kernel<'a> {

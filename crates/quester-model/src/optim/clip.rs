@@ -5,7 +5,7 @@
 
 use super::OptimError;
 use candle_core::backprop::GradStore;
-use candle_core::{CpuStorage, DType, Storage, Var};
+use candle_core::{CpuStorage, DType, Storage, Tensor, Var};
 use rayon::prelude::*;
 
 /// The global gradient norm before clipping.
@@ -29,6 +29,7 @@ pub fn global_grad_norm(
     grads: &GradStore,
 ) -> Result<GradNorm, OptimError> {
     let mut total = 0f64;
+    let mut on_device = Vec::new();
     for (name, var) in params {
         let Some(g) = grads.get(var.as_tensor()) else {
             continue;
@@ -49,15 +50,17 @@ pub fn global_grad_norm(
                 _ => None,
             }
         };
-        total += match on_cpu {
-            Some(s) => s,
-            // Other devices: reduce with tensor ops.
-            None => g
-                .sqr()?
-                .sum_all()?
-                .to_dtype(DType::F64)?
-                .to_scalar::<f64>()?,
-        };
+        match on_cpu {
+            Some(s) => total += s,
+            // Other devices: reduced there, one scalar per parameter kept on the device.
+            None => on_device.push(g.sqr()?.sum_all()?.to_dtype(DType::F64)?),
+        }
+    }
+    if !on_device.is_empty() {
+        // One copy to the host for all of them, not one synchronisation per parameter.
+        total += Tensor::stack(&on_device, 0)?
+            .sum_all()?
+            .to_scalar::<f64>()?;
     }
     Ok(GradNorm { norm: total.sqrt() })
 }

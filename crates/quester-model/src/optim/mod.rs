@@ -5,6 +5,7 @@
 //! whole-tensor passes per parameter, so the update here is one rayon pass over the f32 slices.
 
 pub mod adamw;
+mod adamw_device;
 pub mod clip;
 pub mod schedule;
 
