@@ -4,15 +4,19 @@
 //! `cuda_fwd` calls [`func`] and launches. Set `QUESTER_CUDA_KERNELS=0` to run candle's portable
 //! ops instead (the fallback when a kernel is suspect: `quester gpu-check` compares both).
 
-use candle_core::cuda_backend::{CudaDevice, CudaFunc};
+use candle_core::cuda_backend::cudarc::driver::{CudaFunction, CudaStream};
+use candle_core::cuda_backend::CudaDevice;
 use candle_core::Result;
+use std::sync::Arc;
 
 /// The PTX of `kernels.cu`.
 const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/quester_kernels.ptx"));
 
-/// The kernel `name` of `kernels.cu` on `dev` (the module is loaded once per device).
-pub(crate) fn func(dev: &CudaDevice, name: &str) -> Result<CudaFunc> {
-    dev.get_or_load_custom_func(name, "quester_kernels", PTX)
+/// The kernel `name` of `kernels.cu` on `dev` (the module is loaded once per device), with the
+/// device's stream to launch it on.
+pub(crate) fn func(dev: &CudaDevice, name: &str) -> Result<(CudaFunction, Arc<CudaStream>)> {
+    let f = dev.get_or_load_custom_func(name, "quester_kernels", PTX)?;
+    Ok((f.into_cuda_function(), dev.cuda_stream()))
 }
 
 /// A grid of `threads`-wide blocks covering `n` elements with grid-stride loops.

@@ -149,10 +149,7 @@ impl Model {
     }
 
     /// A model whose every weight is `randn(shape, std, mean)`.
-    fn random_with(
-        config: &ModelConfig,
-        randn: &mut RandnFn<'_>,
-    ) -> Result<Self> {
+    fn random_with(config: &ModelConfig, randn: &mut RandnFn<'_>) -> Result<Self> {
         let c = config;
         let mut tensors = HashMap::new();
         let (h, qd, kvd) = (

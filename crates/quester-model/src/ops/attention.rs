@@ -401,7 +401,7 @@ impl CustomOp3 for Attention {
             block_dim: (32 * WARPS as u32, 1, 1),
             shared_mem_bytes: (2 * tile * geo.d * 4) as u32,
         };
-        let func = crate::cuda::func(&dev, "quester_attention_fwd")?;
+        let (func, stream) = crate::cuda::func(&dev, "quester_attention_fwd")?;
         let int = |x: usize| x as i32;
         let (h, r, t, s, d, past, tile) = (
             int(geo.h),
@@ -413,7 +413,7 @@ impl CustomOp3 for Attention {
             int(tile),
         );
         let (kv_sb, kv_sh) = (geo.kv_sb as i64, geo.kv_sh as i64);
-        let mut launch = func.builder();
+        let mut launch = stream.launch_builder(&func);
         launch
             .arg(&q)
             .arg(&k)

@@ -84,12 +84,12 @@ impl InplaceOp2 for MomentsOp {
             bail!("adamw: {} moments for a gradient of {n}", m1 - m0);
         }
         let dev = s1.device.clone();
-        let func = crate::cuda::func(&dev, "quester_adamw_moments")?;
+        let (func, stream) = crate::cuda::func(&dev, "quester_adamw_moments")?;
         let g = s2.as_cuda_slice::<f32>()?.slice(g0..g1);
         let mut mv = s1.as_cuda_slice_mut::<f32>()?.slice_mut(m0..m1);
         let c = self.0;
         let n64 = n as u64;
-        let mut b = func.builder();
+        let mut b = stream.launch_builder(&func);
         b.arg(&mut mv)
             .arg(&g)
             .arg(&n64)
@@ -155,12 +155,12 @@ impl InplaceOp2 for ParamOp {
             bail!("adamw: {} moments for a parameter of {n}", m1 - m0);
         }
         let dev = s1.device.clone();
-        let func = crate::cuda::func(&dev, "quester_adamw_param")?;
+        let (func, stream) = crate::cuda::func(&dev, "quester_adamw_param")?;
         let mv = s2.as_cuda_slice::<f32>()?.slice(m0..m1);
         let mut p = s1.as_cuda_slice_mut::<f32>()?.slice_mut(p0..p1);
         let c = self.0;
         let n64 = n as u64;
-        let mut b = func.builder();
+        let mut b = stream.launch_builder(&func);
         b.arg(&mut p)
             .arg(&mv)
             .arg(&n64)
