@@ -274,3 +274,31 @@ fn device_moments_match_the_host_pass_exactly() {
     assert_eq!(values(&x_host), values(&x_again));
     assert_eq!(host.state().unwrap(), again.state().unwrap());
 }
+
+/// The gradient norm as a GPU computes it (reduced on the device, one copy to the host) equals
+/// the host's.
+#[test]
+fn the_device_gradient_norm_matches_the_hosts() {
+    let x = var(&[3.0, -4.0, 1.0, 2.0]);
+    let y = var(&[0.5; 3]);
+    let loss = ((x.as_tensor() * Tensor::new(&[3f32, -4.0, 0.0, 1.0], &Device::Cpu).unwrap())
+        .unwrap()
+        .sum_all()
+        .unwrap()
+        + (y.as_tensor() * 2.0).unwrap().sum_all().unwrap())
+    .unwrap();
+    let grads = loss.backward().unwrap();
+    let params = vec![("x".to_string(), x), ("y".to_string(), y)];
+    let host = quester_model::optim::global_grad_norm(&params, &grads).unwrap();
+    let dev = quester_model::ops::with_portable_ops(|| {
+        quester_model::optim::global_grad_norm(&params, &grads).unwrap()
+    });
+    // sqrt(9 + 16 + 0 + 1 + 3 * 4) = sqrt(38)
+    assert!((host.norm - 38f64.sqrt()).abs() < 1e-12, "{}", host.norm);
+    assert!(
+        (dev.norm - host.norm).abs() < 1e-9,
+        "{} vs {}",
+        dev.norm,
+        host.norm
+    );
+}

@@ -143,15 +143,13 @@ fn block_probs<T: Float>(
             row.iter_mut().for_each(|x| *x = T::zero());
             continue;
         }
-        let mut sum = T::zero();
         for (j, x) in row.iter_mut().enumerate() {
-            *x = if visible(j) {
-                (*x - mx).exp()
-            } else {
-                T::zero()
-            };
-            sum += *x;
+            if !visible(j) {
+                *x = T::neg_infinity(); // e^-inf = 0
+            }
         }
+        T::exp_shifted(row, mx);
+        let sum: T = row.iter().copied().sum();
         let inv = T::one() / sum;
         row.iter_mut().for_each(|x| *x *= inv);
     }

@@ -23,7 +23,15 @@ fn log_sum_exp<T: Float>(row: &[T]) -> T {
     let m = row
         .iter()
         .fold(T::neg_infinity(), |a, &b| num_traits::Float::max(a, b));
-    let s: T = row.iter().map(|&v| (v - m).exp()).sum();
+    // e^(v - m) in stack chunks: the row is borrowed and the vocabulary is large.
+    let mut buf = [T::zero(); 512];
+    let mut s = T::zero();
+    for chunk in row.chunks(buf.len()) {
+        let b = &mut buf[..chunk.len()];
+        b.copy_from_slice(chunk);
+        T::exp_shifted(b, m);
+        s += b.iter().copied().sum::<T>();
+    }
     m + s.ln()
 }
 
@@ -44,9 +52,10 @@ fn bwd<T: Float>(x: &[T], t: &[u32], g: &[T], v: usize) -> Vec<T> {
     let body = |(n, o): (usize, &mut [T])| {
         let row = &x[n * v..(n + 1) * v];
         let lse = log_sum_exp(row);
-        for (oi, &xi) in o.iter_mut().zip(row) {
-            *oi = -g[n] * (xi - lse).exp();
-        }
+        o.copy_from_slice(row);
+        T::exp_shifted(o, lse);
+        let scale = -g[n];
+        o.iter_mut().for_each(|oi| *oi *= scale);
         o[t[n] as usize] += g[n];
     };
     if x.len() >= PAR_MIN {

@@ -168,21 +168,142 @@ impl CustomOp3 for LoraLinear {
         _res: &Tensor,
         grad: &Tensor,
     ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
-        let (x, a, b) = (x.detach(), a.detach(), b.detach());
-        let g = grad.detach().contiguous()?;
-        let s = self.scale;
-        let gb = g.matmul(&b)?; // [rows, r]
-        let gw = if self.bf16 {
-            super::bf16_linear::grad_times_weight(&g, &self.w)?
-        } else {
-            g.matmul(&self.w)?
+        let (x, a, b) = (x.contiguous()?, a.contiguous()?, b.contiguous()?);
+        let g = grad.contiguous()?;
+        let (rows, inp) = x.dims2()?;
+        let (r, out) = (a.dim(0)?, b.dim(0)?);
+        let dims = (rows, inp, out, r);
+        let (xg, bg_, ag, gg, wg) = (
+            x.storage_and_layout().0,
+            b.storage_and_layout().0,
+            a.storage_and_layout().0,
+            g.storage_and_layout().0,
+            self.w.storage_and_layout().0,
+        );
+        let dev = x.device();
+        // `$gw` computes g W, the base's input gradient, in the op's precision.
+        macro_rules! run {
+            ($t:ty, $gw:expr) => {{
+                let (xs, as_, bs, gs, ws) = (
+                    host::<$t>(&x, &xg)?,
+                    host::<$t>(&a, &ag)?,
+                    host::<$t>(&b, &bg_)?,
+                    host::<$t>(&g, &gg)?,
+                    host::<$t>(&self.w, &wg)?,
+                );
+                let gw: Vec<$t> = $gw(gs, ws)?;
+                let (dx, da, db) = backward(xs, as_, bs, gs, gw, dims, self.scale);
+                (
+                    Tensor::from_vec(dx, (rows, inp), dev)?,
+                    Tensor::from_vec(da, (r, inp), dev)?,
+                    Tensor::from_vec(db, (out, r), dev)?,
+                )
+            }};
+        }
+        let (dx, da, db) = match x.dtype() {
+            DType::F32 if self.bf16 => run!(f32, |g: &[f32], w: &[f32]| {
+                super::bf16_linear::g_w(g, w, rows, out, inp)
+            }),
+            DType::F32 => run!(f32, |g: &[f32], w: &[f32]| Ok::<_, candle_core::Error>(
+                grad_times_w(g, w, rows, out, inp)
+            )),
+            DType::F64 => run!(f64, |g: &[f64], w: &[f64]| Ok::<_, candle_core::Error>(
+                grad_times_w(g, w, rows, out, inp)
+            )),
+            other => bail!("lora linear backward: f32 or f64 expected, got {other:?}"),
         };
-        let dx = (gw + (gb.matmul(&a)? * s)?)?;
-        let u = x.matmul(&a.t()?)?; // recomputed [rows, r]
-        let da = (gb.t()?.matmul(&x)? * s)?;
-        let db = (g.t()?.matmul(&u)? * s)?;
         Ok((Some(dx), Some(da), Some(db)))
     }
+}
+
+/// g [rows, out] . W [out, inp]: the input gradient through the frozen base, exact.
+fn grad_times_w<T: Float>(g: &[T], w: &[T], rows: usize, out: usize, inp: usize) -> Vec<T> {
+    let mut y = vec![T::zero(); rows * inp];
+    mm_scaled(
+        (rows, inp, out),
+        &mut y,
+        inp,
+        false,
+        T::one(),
+        (g, (out, 1)),
+        (w, (inp, 1)),
+        true,
+    );
+    y
+}
+
+/// The three gradients of `y = x W^T + s (x A^T) B^T` from `g` = dL/dy and `gw` = g W (the
+/// base's input gradient, computed by the caller in its precision), as four multi-threaded
+/// products on host slices with the scale folded into them:
+///   dx = gw + s (g B) A,  dA = s (g B)^T x,  dB = s g^T (x A^T).
+/// In place of the tensor-op form this replaces (three more [rows, inp] tensors per projection
+/// and two single-threaded elementwise passes over them).
+fn backward<T: Float>(
+    x: &[T],
+    a: &[T],
+    b: &[T],
+    g: &[T],
+    mut dx: Vec<T>,
+    (rows, inp, out, r): (usize, usize, usize, usize),
+    scale: f64,
+) -> (Vec<T>, Vec<T>, Vec<T>) {
+    let s = T::from_f64(scale);
+    // gb = g B [rows, r]; u = x A^T [rows, r] (recomputed: cheaper than keeping it).
+    let mut gb = vec![T::zero(); rows * r];
+    mm_scaled(
+        (rows, r, out),
+        &mut gb,
+        r,
+        false,
+        T::one(),
+        (g, (out, 1)),
+        (b, (r, 1)),
+        true,
+    );
+    let mut u = vec![T::zero(); rows * r];
+    mm_scaled(
+        (rows, r, inp),
+        &mut u,
+        r,
+        false,
+        T::one(),
+        (x, (inp, 1)),
+        (a, (1, inp)),
+        true,
+    );
+    mm_scaled(
+        (rows, inp, r),
+        &mut dx,
+        inp,
+        true,
+        s,
+        (&gb, (r, 1)),
+        (a, (inp, 1)),
+        true,
+    );
+    let mut da = vec![T::zero(); r * inp];
+    mm_scaled(
+        (r, inp, rows),
+        &mut da,
+        inp,
+        false,
+        s,
+        (&gb, (1, r)),
+        (x, (inp, 1)),
+        true,
+    );
+    let mut db = vec![T::zero(); out * r];
+    mm_scaled(
+        (out, r, rows),
+        &mut db,
+        r,
+        false,
+        s,
+        (g, (1, out)),
+        (&u, (r, 1)),
+        true,
+    );
+    (dx, da, db)
 }
 
 #[cfg(test)]
@@ -258,5 +379,38 @@ mod tests {
             1e-6,
         )
         .unwrap();
+    }
+
+    /// In f32 the fused backward gives the gradients of the unfused expression (candle's
+    /// autograd), and in bf16 the same to bf16's rounding.
+    #[test]
+    fn f32_and_bf16_gradients_follow_the_unfused_ones() {
+        use candle_core::Var;
+        let f32 = |t: Tensor| t.to_dtype(DType::F32).unwrap();
+        let (x, w, bias) = (
+            f32(randn((70, 48))),
+            f32(randn((40, 48))),
+            f32(Tensor::randn(0f64, 1.0, 40, &Device::Cpu).unwrap()),
+        );
+        let a = Var::from_tensor(&f32(randn((4, 48)))).unwrap();
+        let b = Var::from_tensor(&f32(randn((40, 4)))).unwrap();
+        let xv = Var::from_tensor(&x).unwrap();
+        let proj = f32(randn((70, 40)));
+        let grads = |y: Tensor| (y * &proj).unwrap().sum_all().unwrap().backward().unwrap();
+        let want = grads(unfused(&xv, &w, &bias, &a, &b, 2.0));
+        for (precision, tol) in [(Precision::F32, 1e-5), (Precision::Bf16, 2e-2)] {
+            let got = grads(lora_linear(&xv, &w, Some(&bias), &a, &b, 2.0, precision).unwrap());
+            for v in [xv.as_tensor(), a.as_tensor(), b.as_tensor()] {
+                let (g, e) = (got.get(v).unwrap(), want.get(v).unwrap());
+                let err = (crate::ops::test_util::max_abs_diff(g, e) as f64)
+                    / (e.abs()
+                        .unwrap()
+                        .max_all()
+                        .unwrap()
+                        .to_scalar::<f32>()
+                        .unwrap() as f64);
+                assert!(err < tol, "{precision:?}: relative error {err}");
+            }
+        }
     }
 }

@@ -46,6 +46,7 @@ mod rope;
 mod softmax;
 mod swiglu;
 mod tiles;
+mod vexp;
 
 pub use attention::causal_attention;
 pub use bf16_linear::linear_bf16;
@@ -73,6 +74,7 @@ pub(crate) trait Float:
     + std::ops::AddAssign
     + std::ops::MulAssign
     + gemv::Dot
+    + vexp::ExpSlice
 {
 }
 impl Float for f32 {}

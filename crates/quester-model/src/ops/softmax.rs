@@ -30,11 +30,9 @@ fn fwd<T: Float>(x: &[T], d: usize) -> Vec<T> {
         let m = row
             .iter()
             .fold(T::neg_infinity(), |a, &b| num_traits::Float::max(a, b));
-        let mut s = T::zero();
-        for (oi, &xi) in o.iter_mut().zip(row) {
-            *oi = (xi - m).exp();
-            s += *oi;
-        }
+        o.copy_from_slice(row);
+        T::exp_shifted(o, m);
+        let s: T = o.iter().copied().sum();
         let inv = T::one() / s;
         o.iter_mut().for_each(|v| *v *= inv);
     });
