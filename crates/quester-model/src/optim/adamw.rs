@@ -124,7 +124,7 @@ enum Store {
     /// In host memory, updated by the fused host pass (CPU parameters).
     Host(MomentState),
     /// On the parameter's device as one tensor [2n]: m, then v (see `adamw_device`).
-    Device { shape: Vec<usize>, mv: Tensor },
+    Device { mv: Tensor },
 }
 
 impl Slot {
@@ -136,12 +136,12 @@ impl Slot {
     fn moments(&self) -> Result<Cow<'_, MomentState>, OptimError> {
         match &self.store {
             Store::Host(m) => Ok(Cow::Borrowed(m)),
-            Store::Device { shape, mv } => {
+            Store::Device { mv } => {
                 let mut all = mv.to_vec1::<f32>()?;
                 let v = all.split_off(all.len() / 2);
                 Ok(Cow::Owned(MomentState {
                     name: self.name.clone(),
-                    shape: shape.clone(),
+                    shape: self.shape().to_vec(),
                     m: all,
                     v,
                 }))
@@ -150,7 +150,8 @@ impl Slot {
     }
 }
 
-/// Fused, multi-threaded AdamW over named f32 variables (its arithmetic runs on the CPU).
+/// Fused AdamW over named f32 variables: multi-threaded on the CPU, two kernels per parameter
+/// on a GPU.
 pub struct AdamW {
     config: AdamWConfig,
     lr: f64,
@@ -187,7 +188,6 @@ impl AdamW {
             let shape = var.dims().to_vec();
             let store = if crate::ops::portable_wanted(var.device()) {
                 Store::Device {
-                    shape,
                     mv: Tensor::zeros(2 * n, DType::F32, var.device())?,
                 }
             } else {
@@ -281,7 +281,7 @@ impl AdamW {
         for (slot, m) in self.slots.iter_mut().zip(next) {
             match &mut slot.store {
                 Store::Host(host) => *host = m,
-                Store::Device { mv, .. } => {
+                Store::Device { mv } => {
                     let all = [m.m, m.v].concat();
                     *mv = Tensor::from_vec(all, mv.dims(), mv.device())?;
                 }
@@ -342,7 +342,7 @@ impl AdamW {
                         slot.var.set(&host.to_device(param.device())?)?;
                     }
                 }
-                Store::Device { mv, .. } => {
+                Store::Device { mv } => {
                     mv.inplace_op2(&g, &MomentsOp(consts))?;
                     param.inplace_op2(mv, &ParamOp(consts))?;
                 }
