@@ -16,8 +16,8 @@
 # The binary links the CUDA libraries dynamically. Linking needs the driver's libcuda.so,
 # which no wheel ships (it comes with the driver), so a stub with the same symbols and
 # soname is made from cudarc's bindings; at run time the driver's real library is used.
-# cuBLAS, cuRAND and NVRTC must be found at run time: scripts/gpu-check.sh looks for them
-# (PyTorch's wheels carry them) and sets LD_LIBRARY_PATH.
+# cuBLAS, cuRAND and the CUDA runtime must be found at run time: scripts/gpu-check.sh looks
+# for them (PyTorch's wheels carry them) and sets LD_LIBRARY_PATH.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
