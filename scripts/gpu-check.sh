@@ -4,8 +4,8 @@
 #
 #   scripts/gpu-check.sh [BINARY] [REPORT]  # defaults: dist/quester-cuda(.gz), gpu-check.json
 #
-# It finds the CUDA libraries the binary loads (cuBLAS, cuRAND and the CUDA runtime; the driver's libcuda
-# comes with the driver; PyTorch's and CuPy's wheels carry the rest), prints the GPU, and runs
+# It finds the CUDA libraries the binary loads (cuBLAS, cuRAND and the CUDA runtime, which
+# PyTorch's and CuPy's wheels carry; libcuda comes with the driver), prints the GPU, and runs
 # `quester gpu-check` under a limit of 8 minutes: parity of small random Llama and Qwen3 models
 # with the CPU path, then a LoRA step, a full step and batched decoding on a model of Qwen3-4B's
 # shape. The report (JSON) is rewritten after each part, so a run cut short keeps what it
