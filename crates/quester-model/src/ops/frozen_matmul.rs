@@ -5,7 +5,7 @@
 //! that is one wasted weight-sized matmul per projection (a third of the backward FLOPs) plus a
 //! weight-sized gradient buffer each.
 
-use super::gemm::mm_scaled;
+use super::gemm::product;
 use super::Float;
 use crate::precision::Precision;
 use candle_core::{bail, CpuStorage, CustomOp1, DType, Layout, Result, Shape, Storage, Tensor};
@@ -51,21 +51,8 @@ pub(crate) fn x_wt<T: Float>(x: &[T], w: &[T], rows: usize, inp: usize, out: usi
     if rows <= super::gemv::MAX_ROWS {
         return super::gemv::small_rows_matmul(x, w, rows, inp, out);
     }
-    let mut y = vec![T::zero(); rows * out];
-    if inp > 0 {
-        // y [rows, out] = x [rows, inp] . W^T (W [out, inp] read as its transpose).
-        mm_scaled(
-            (rows, out, inp),
-            &mut y,
-            out,
-            false,
-            T::one(),
-            (x, (inp, 1)),
-            (w, (1, inp)),
-            true,
-        );
-    }
-    y
+    // y [rows, out] = x [rows, inp] . W^T (W [out, inp] read as its transpose).
+    product((rows, out, inp), T::one(), (x, (inp, 1)), (w, (1, inp)))
 }
 
 impl CustomOp1 for FrozenMatmul {

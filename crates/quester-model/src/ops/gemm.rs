@@ -84,3 +84,18 @@ pub(crate) fn mm_scaled<T: Float>(
         )
     }
 }
+
+/// A new row-major [m, n] = scale * lhs x rhs, multi-threaded (one big product issued from the
+/// calling thread); lhs [m, k] and rhs [k, n] given by their (row, column) strides.
+pub(crate) fn product<T: Float>(
+    (m, n, k): (usize, usize, usize),
+    scale: T,
+    lhs: (&[T], (usize, usize)),
+    rhs: (&[T], (usize, usize)),
+) -> Vec<T> {
+    let mut out = vec![T::zero(); m * n];
+    if k > 0 {
+        mm_scaled((m, n, k), &mut out, n, false, scale, lhs, rhs, true);
+    }
+    out
+}

@@ -6,7 +6,7 @@
 //! gradient of W; under LoRA that was more memory than the base model's own activations. Here
 //! the graph keeps only x, A and B; the backward pass recomputes the rank-r `x A^T`.
 
-use super::gemm::mm_scaled;
+use super::gemm::{mm_scaled, product};
 use super::{contiguous, Float};
 use crate::precision::Precision;
 use candle_core::{bail, CpuStorage, CustomOp3, DType, Layout, Result, Shape, Storage, Tensor};
@@ -82,17 +82,7 @@ fn run<T: Float>(
             row.iter_mut().zip(bias).for_each(|(v, &c)| *v += c);
         }
     }
-    let mut u = vec![T::zero(); rows * r];
-    mm_scaled(
-        (rows, r, inp),
-        &mut u,
-        r,
-        false,
-        T::one(),
-        (x, (inp, 1)),
-        (a, (1, inp)),
-        true,
-    );
+    let u = product((rows, r, inp), T::one(), (x, (inp, 1)), (a, (1, inp)));
     mm_scaled(
         (rows, out, r),
         &mut y,
@@ -218,18 +208,7 @@ impl CustomOp3 for LoraLinear {
 
 /// g [rows, out] . W [out, inp]: the input gradient through the frozen base, exact.
 fn grad_times_w<T: Float>(g: &[T], w: &[T], rows: usize, out: usize, inp: usize) -> Vec<T> {
-    let mut y = vec![T::zero(); rows * inp];
-    mm_scaled(
-        (rows, inp, out),
-        &mut y,
-        inp,
-        false,
-        T::one(),
-        (g, (out, 1)),
-        (w, (inp, 1)),
-        true,
-    );
-    y
+    product((rows, inp, out), T::one(), (g, (out, 1)), (w, (inp, 1)))
 }
 
 /// The three gradients of `y = x W^T + s (x A^T) B^T` from `g` = dL/dy and `gw` = g W (the
@@ -249,28 +228,8 @@ fn backward<T: Float>(
 ) -> (Vec<T>, Vec<T>, Vec<T>) {
     let s = T::from_f64(scale);
     // gb = g B [rows, r]; u = x A^T [rows, r] (recomputed: cheaper than keeping it).
-    let mut gb = vec![T::zero(); rows * r];
-    mm_scaled(
-        (rows, r, out),
-        &mut gb,
-        r,
-        false,
-        T::one(),
-        (g, (out, 1)),
-        (b, (r, 1)),
-        true,
-    );
-    let mut u = vec![T::zero(); rows * r];
-    mm_scaled(
-        (rows, r, inp),
-        &mut u,
-        r,
-        false,
-        T::one(),
-        (x, (inp, 1)),
-        (a, (1, inp)),
-        true,
-    );
+    let gb = product((rows, r, out), T::one(), (g, (out, 1)), (b, (r, 1)));
+    let u = product((rows, r, inp), T::one(), (x, (inp, 1)), (a, (1, inp)));
     mm_scaled(
         (rows, inp, r),
         &mut dx,
@@ -281,28 +240,8 @@ fn backward<T: Float>(
         (a, (inp, 1)),
         true,
     );
-    let mut da = vec![T::zero(); r * inp];
-    mm_scaled(
-        (r, inp, rows),
-        &mut da,
-        inp,
-        false,
-        s,
-        (&gb, (1, r)),
-        (x, (inp, 1)),
-        true,
-    );
-    let mut db = vec![T::zero(); out * r];
-    mm_scaled(
-        (out, r, rows),
-        &mut db,
-        r,
-        false,
-        s,
-        (g, (1, out)),
-        (&u, (r, 1)),
-        true,
-    );
+    let da = product((r, inp, rows), s, (&gb, (1, r)), (x, (inp, 1)));
+    let db = product((out, r, rows), s, (g, (1, out)), (&u, (r, 1)));
     (dx, da, db)
 }
 

@@ -12,7 +12,7 @@
 //! step. On a GPU the moments live on the device beside the parameter and the update is two
 //! in-place kernels ([`super::adamw_device`]): nothing crosses to the host.
 
-use super::adamw_device::{MomentsOp, ParamOp};
+use super::adamw_device::{slice, slice_mut, MomentsOp, ParamOp};
 use super::OptimError;
 use candle_core::backprop::GradStore;
 use candle_core::{CpuStorage, DType, Device, InplaceOp2, Layout, Tensor, Var};
@@ -396,15 +396,8 @@ impl InplaceOp2 for Kernel<'_> {
         s2: &CpuStorage,
         l2: &Layout,
     ) -> candle_core::Result<()> {
-        let (CpuStorage::F32(p), CpuStorage::F32(g)) = (s1, s2) else {
-            candle_core::bail!("fused-adamw: parameter and gradient must be f32")
-        };
-        let (Some((p0, p1)), Some((g0, g1))) = (l1.contiguous_offsets(), l2.contiguous_offsets())
-        else {
-            candle_core::bail!("fused-adamw: parameter and gradient must be contiguous")
-        };
-        let p = &mut p[p0..p1];
-        let g = &g[g0..g1];
+        let p = slice_mut(s1, l1, "the parameter")?;
+        let g = slice(s2, l2, "the gradient")?;
         let mut m = self.m.lock().unwrap_or_else(|e| e.into_inner());
         let mut v = self.v.lock().unwrap_or_else(|e| e.into_inner());
         if g.len() != p.len() || m.len() != p.len() || v.len() != p.len() {

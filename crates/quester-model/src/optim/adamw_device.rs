@@ -19,17 +19,21 @@ pub(super) struct MomentsOp(pub(super) Consts);
 /// `p <- p decay - lr m_hat / (sqrt(v_hat) + eps)`.
 pub(super) struct ParamOp(pub(super) Consts);
 
-fn slice<'a>(s: &'a CpuStorage, l: &Layout, what: &str) -> Result<&'a [f32]> {
+pub(super) fn slice<'a>(s: &'a CpuStorage, l: &Layout, what: &str) -> Result<&'a [f32]> {
     match (s, l.contiguous_offsets()) {
         (CpuStorage::F32(d), Some((a, b))) => Ok(&d[a..b]),
-        _ => bail!("adamw: {what} must be a contiguous f32 tensor"),
+        _ => bail!("fused-adamw: {what} must be a contiguous f32 tensor"),
     }
 }
 
-fn slice_mut<'a>(s: &'a mut CpuStorage, l: &Layout, what: &str) -> Result<&'a mut [f32]> {
+pub(super) fn slice_mut<'a>(
+    s: &'a mut CpuStorage,
+    l: &Layout,
+    what: &str,
+) -> Result<&'a mut [f32]> {
     match (s, l.contiguous_offsets()) {
         (CpuStorage::F32(d), Some((a, b))) => Ok(&mut d[a..b]),
-        _ => bail!("adamw: {what} must be a contiguous f32 tensor"),
+        _ => bail!("fused-adamw: {what} must be a contiguous f32 tensor"),
     }
 }
 
@@ -73,34 +77,9 @@ impl InplaceOp2 for MomentsOp {
         s2: &candle_core::CudaStorage,
         l2: &Layout,
     ) -> Result<()> {
-        use candle_core::cuda_backend::cudarc::driver::PushKernelArg;
-        use candle_core::cuda_backend::WrapErr;
-        let (Some((m0, m1)), Some((g0, g1))) = (l1.contiguous_offsets(), l2.contiguous_offsets())
-        else {
-            bail!("adamw: moments and gradient must be contiguous")
-        };
-        let n = g1 - g0;
-        if m1 - m0 != 2 * n {
-            bail!("adamw: {} moments for a gradient of {n}", m1 - m0);
-        }
-        let dev = s1.device.clone();
-        let (func, stream) = crate::cuda::func(&dev, "quester_adamw_moments")?;
-        let g = s2.as_cuda_slice::<f32>()?.slice(g0..g1);
-        let mut mv = s1.as_cuda_slice_mut::<f32>()?.slice_mut(m0..m1);
         let c = self.0;
-        let n64 = n as u64;
-        let mut b = stream.launch_builder(&func);
-        b.arg(&mut mv)
-            .arg(&g)
-            .arg(&n64)
-            .arg(&c.scale)
-            .arg(&c.b1)
-            .arg(&c.one_minus_b1)
-            .arg(&c.b2)
-            .arg(&c.one_minus_b2);
-        // SAFETY: the kernel reads n gradients and writes 2n moments, the lengths checked above.
-        unsafe { b.launch(crate::cuda::elementwise_config(n)) }.w()?;
-        Ok(())
+        let scalars = [c.scale, c.b1, c.one_minus_b1, c.b2, c.one_minus_b2];
+        cuda::launch("quester_adamw_moments", (s1, l1), (s2, l2), true, scalars)
     }
 }
 
@@ -144,32 +123,49 @@ impl InplaceOp2 for ParamOp {
         s2: &candle_core::CudaStorage,
         l2: &Layout,
     ) -> Result<()> {
-        use candle_core::cuda_backend::cudarc::driver::PushKernelArg;
-        use candle_core::cuda_backend::WrapErr;
-        let (Some((p0, p1)), Some((m0, m1))) = (l1.contiguous_offsets(), l2.contiguous_offsets())
-        else {
-            bail!("adamw: parameter and moments must be contiguous")
-        };
-        let n = p1 - p0;
-        if m1 - m0 != 2 * n {
-            bail!("adamw: {} moments for a parameter of {n}", m1 - m0);
-        }
-        let dev = s1.device.clone();
-        let (func, stream) = crate::cuda::func(&dev, "quester_adamw_param")?;
-        let mv = s2.as_cuda_slice::<f32>()?.slice(m0..m1);
-        let mut p = s1.as_cuda_slice_mut::<f32>()?.slice_mut(p0..p1);
         let c = self.0;
+        let scalars = [c.decay, c.lr, c.inv_bc1, c.inv_bc2, c.eps];
+        cuda::launch("quester_adamw_param", (s1, l1), (s2, l2), false, scalars)
+    }
+}
+
+/// The launch both kernels share: `dst` and `src` are contiguous f32, one of them holds the
+/// moments (2n elements) and the other n, as `moments_in_dst` says.
+#[cfg(feature = "cuda")]
+mod cuda {
+    use candle_core::cuda_backend::cudarc::driver::PushKernelArg;
+    use candle_core::cuda_backend::WrapErr;
+    use candle_core::{bail, CudaStorage, Layout, Result};
+
+    pub(super) fn launch(
+        name: &str,
+        (dst, dl): (&mut CudaStorage, &Layout),
+        (src, sl): (&CudaStorage, &Layout),
+        moments_in_dst: bool,
+        scalars: [f32; 5],
+    ) -> Result<()> {
+        let (Some((d0, d1)), Some((s0, s1))) = (dl.contiguous_offsets(), sl.contiguous_offsets())
+        else {
+            bail!("adamw: the operands must be contiguous")
+        };
+        let (dn, sn) = (d1 - d0, s1 - s0);
+        // n: the parameter's length; the other operand holds its 2n moments.
+        let (n, moments) = if moments_in_dst { (sn, dn) } else { (dn, sn) };
+        if moments != 2 * n {
+            bail!("adamw: {moments} moments for a parameter of {n}");
+        }
+        let dev = dst.device.clone();
+        let (func, stream) = crate::cuda::func(&dev, name)?;
+        let src = src.as_cuda_slice::<f32>()?.slice(s0..s1);
+        let mut dst = dst.as_cuda_slice_mut::<f32>()?.slice_mut(d0..d1);
         let n64 = n as u64;
         let mut b = stream.launch_builder(&func);
-        b.arg(&mut p)
-            .arg(&mv)
-            .arg(&n64)
-            .arg(&c.decay)
-            .arg(&c.lr)
-            .arg(&c.inv_bc1)
-            .arg(&c.inv_bc2)
-            .arg(&c.eps);
-        // SAFETY: the kernel reads 2n moments and writes n parameters, the lengths checked above.
+        b.arg(&mut dst).arg(&src).arg(&n64);
+        for x in &scalars {
+            b.arg(x);
+        }
+        // SAFETY: the kernel touches n and 2n elements of the two slices, the lengths checked
+        // above, and takes five f32 scalars after n (kernels.cu).
         unsafe { b.launch(crate::cuda::elementwise_config(n)) }.w()?;
         Ok(())
     }
