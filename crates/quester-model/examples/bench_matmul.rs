@@ -98,173 +98,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// GFLOP/s of f32 FMAs and of `vdpbf16ps` on registers alone (24 independent chains per
-/// thread, no memory traffic): the ceiling no product can pass on this CPU.
+/// GFLOP/s of f32 FMAs and of `vdpbf16ps` on registers alone, every thread at once (no memory
+/// traffic): the ceiling no product can pass on this CPU.
 fn peaks() -> (f64, f64) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if quester_model::ops::bf16::has_bf16_kernel() {
-            use rayon::prelude::*;
-            let threads = rayon::current_num_threads();
-            let iters = 20_000_000usize;
-            let run = |bf16: bool| {
-                let t = Instant::now();
-                let sink: f32 = (0..threads)
-                    .into_par_iter()
-                    // SAFETY: the CPU has AVX-512F and AVX512-BF16 (checked above).
-                    .map(|_| unsafe { peak::chains(iters, bf16) })
-                    .sum();
-                let secs = t.elapsed().as_secs_f64();
-                std::hint::black_box(sink);
-                // 24 vectors of 16 lanes per iteration; bf16 lanes do 2 multiply-adds each.
-                let flops = (threads * iters * 24 * 16 * 2 * if bf16 { 2 } else { 1 }) as f64;
-                flops / secs / 1e9
-            };
-            return (run(false), run(true));
-        }
-    }
-    (f64::NAN, f64::NAN)
-}
-
-#[cfg(target_arch = "x86_64")]
-mod peak {
-    use std::arch::x86_64::*;
-
-    /// # Safety
-    /// The CPU has AVX-512F and AVX512-BF16.
-    pub unsafe fn chains(iters: usize, bf16: bool) -> f32 {
-        if bf16 {
-            dp_chains(iters)
-        } else {
-            fma_chains(iters)
-        }
-        0.0
-    }
-
-    // 24 independent accumulator chains in registers (more than the instructions' latency
-    // times their issue rate), written in assembly so that nothing but the instruction runs.
-
-    #[target_feature(enable = "avx512f")]
-    unsafe fn fma_chains(iters: usize) {
-        let z = _mm512_setzero_ps();
-        let b = _mm512_set1_ps(1e-7);
-        std::arch::asm!(
-            "2:",
-            "vfmadd231ps {a0}, {b}, {b}",
-            "vfmadd231ps {a1}, {b}, {b}",
-            "vfmadd231ps {a2}, {b}, {b}",
-            "vfmadd231ps {a3}, {b}, {b}",
-            "vfmadd231ps {a4}, {b}, {b}",
-            "vfmadd231ps {a5}, {b}, {b}",
-            "vfmadd231ps {a6}, {b}, {b}",
-            "vfmadd231ps {a7}, {b}, {b}",
-            "vfmadd231ps {a8}, {b}, {b}",
-            "vfmadd231ps {a9}, {b}, {b}",
-            "vfmadd231ps {a10}, {b}, {b}",
-            "vfmadd231ps {a11}, {b}, {b}",
-            "vfmadd231ps {a12}, {b}, {b}",
-            "vfmadd231ps {a13}, {b}, {b}",
-            "vfmadd231ps {a14}, {b}, {b}",
-            "vfmadd231ps {a15}, {b}, {b}",
-            "vfmadd231ps {a16}, {b}, {b}",
-            "vfmadd231ps {a17}, {b}, {b}",
-            "vfmadd231ps {a18}, {b}, {b}",
-            "vfmadd231ps {a19}, {b}, {b}",
-            "vfmadd231ps {a20}, {b}, {b}",
-            "vfmadd231ps {a21}, {b}, {b}",
-            "vfmadd231ps {a22}, {b}, {b}",
-            "vfmadd231ps {a23}, {b}, {b}",
-            "dec {n}",
-            "jnz 2b",
-            n = inout(reg) iters.max(1) => _,
-            b = in(zmm_reg) b,
-            a0 = inout(zmm_reg) z => _,
-            a1 = inout(zmm_reg) z => _,
-            a2 = inout(zmm_reg) z => _,
-            a3 = inout(zmm_reg) z => _,
-            a4 = inout(zmm_reg) z => _,
-            a5 = inout(zmm_reg) z => _,
-            a6 = inout(zmm_reg) z => _,
-            a7 = inout(zmm_reg) z => _,
-            a8 = inout(zmm_reg) z => _,
-            a9 = inout(zmm_reg) z => _,
-            a10 = inout(zmm_reg) z => _,
-            a11 = inout(zmm_reg) z => _,
-            a12 = inout(zmm_reg) z => _,
-            a13 = inout(zmm_reg) z => _,
-            a14 = inout(zmm_reg) z => _,
-            a15 = inout(zmm_reg) z => _,
-            a16 = inout(zmm_reg) z => _,
-            a17 = inout(zmm_reg) z => _,
-            a18 = inout(zmm_reg) z => _,
-            a19 = inout(zmm_reg) z => _,
-            a20 = inout(zmm_reg) z => _,
-            a21 = inout(zmm_reg) z => _,
-            a22 = inout(zmm_reg) z => _,
-            a23 = inout(zmm_reg) z => _,
-            options(nostack),
-        );
-    }
-
-    #[target_feature(enable = "avx512f,avx512bf16")]
-    unsafe fn dp_chains(iters: usize) {
-        let z = _mm512_setzero_ps();
-        let b = _mm512_set1_ps(1e-7);
-        std::arch::asm!(
-            "2:",
-            "vdpbf16ps {a0}, {b}, {b}",
-            "vdpbf16ps {a1}, {b}, {b}",
-            "vdpbf16ps {a2}, {b}, {b}",
-            "vdpbf16ps {a3}, {b}, {b}",
-            "vdpbf16ps {a4}, {b}, {b}",
-            "vdpbf16ps {a5}, {b}, {b}",
-            "vdpbf16ps {a6}, {b}, {b}",
-            "vdpbf16ps {a7}, {b}, {b}",
-            "vdpbf16ps {a8}, {b}, {b}",
-            "vdpbf16ps {a9}, {b}, {b}",
-            "vdpbf16ps {a10}, {b}, {b}",
-            "vdpbf16ps {a11}, {b}, {b}",
-            "vdpbf16ps {a12}, {b}, {b}",
-            "vdpbf16ps {a13}, {b}, {b}",
-            "vdpbf16ps {a14}, {b}, {b}",
-            "vdpbf16ps {a15}, {b}, {b}",
-            "vdpbf16ps {a16}, {b}, {b}",
-            "vdpbf16ps {a17}, {b}, {b}",
-            "vdpbf16ps {a18}, {b}, {b}",
-            "vdpbf16ps {a19}, {b}, {b}",
-            "vdpbf16ps {a20}, {b}, {b}",
-            "vdpbf16ps {a21}, {b}, {b}",
-            "vdpbf16ps {a22}, {b}, {b}",
-            "vdpbf16ps {a23}, {b}, {b}",
-            "dec {n}",
-            "jnz 2b",
-            n = inout(reg) iters.max(1) => _,
-            b = in(zmm_reg) b,
-            a0 = inout(zmm_reg) z => _,
-            a1 = inout(zmm_reg) z => _,
-            a2 = inout(zmm_reg) z => _,
-            a3 = inout(zmm_reg) z => _,
-            a4 = inout(zmm_reg) z => _,
-            a5 = inout(zmm_reg) z => _,
-            a6 = inout(zmm_reg) z => _,
-            a7 = inout(zmm_reg) z => _,
-            a8 = inout(zmm_reg) z => _,
-            a9 = inout(zmm_reg) z => _,
-            a10 = inout(zmm_reg) z => _,
-            a11 = inout(zmm_reg) z => _,
-            a12 = inout(zmm_reg) z => _,
-            a13 = inout(zmm_reg) z => _,
-            a14 = inout(zmm_reg) z => _,
-            a15 = inout(zmm_reg) z => _,
-            a16 = inout(zmm_reg) z => _,
-            a17 = inout(zmm_reg) z => _,
-            a18 = inout(zmm_reg) z => _,
-            a19 = inout(zmm_reg) z => _,
-            a20 = inout(zmm_reg) z => _,
-            a21 = inout(zmm_reg) z => _,
-            a22 = inout(zmm_reg) z => _,
-            a23 = inout(zmm_reg) z => _,
-            options(nostack),
-        );
+    use rayon::prelude::*;
+    let threads = rayon::current_num_threads();
+    let per_thread: Vec<_> = (0..threads)
+        .into_par_iter()
+        .map(|_| quester_model::ops::bf16::peak::measure(2_000_000, 3))
+        .collect();
+    match per_thread.iter().copied().collect::<Option<Vec<_>>>() {
+        Some(p) => (
+            p.iter().map(|x| x.f32_fma).sum(),
+            p.iter().map(|x| x.bf16_dot).sum(),
+        ),
+        None => (f64::NAN, f64::NAN),
     }
 }

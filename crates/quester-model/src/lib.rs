@@ -37,6 +37,7 @@ pub use score::{score, ScoreOutput};
 
 pub mod checkpoint;
 pub mod export;
+pub mod micro_batch;
 pub mod optim;
 pub mod train_step;
 

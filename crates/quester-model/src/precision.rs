@@ -1,7 +1,7 @@
 //! The element type of the model's matrix products: f32, or bf16 operands with f32
 //! accumulation where the CPU has the instructions for it.
 
-use crate::ops::bf16::{has_amx, has_bf16_kernel};
+use crate::ops::bf16::{has_amx, has_bf16_kernel, peak};
 use candle_core::Device;
 use serde::{Deserialize, Serialize};
 
@@ -19,7 +19,7 @@ pub enum Precision {
 }
 
 /// What a config asks for (`model.precision`): a precision, or `auto` to take bf16 where the CPU
-/// has AVX512-BF16 and f32 elsewhere.
+/// multiplies faster in it (measured, see [`peak`]) and f32 elsewhere.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PrecisionChoice {
@@ -28,7 +28,9 @@ pub enum PrecisionChoice {
     F32,
     /// bf16 products; on a CPU without AVX512-BF16 they are emulated (same values, slower).
     Bf16,
-    /// bf16 where the CPU has AVX512-BF16, f32 elsewhere.
+    /// bf16 where the CPU has AVX512-BF16 and its `vdpbf16ps` clearly outruns its f32 FMAs
+    /// (measured once per process: true on AMD Zen 4, false on Intel Xeons without AMX), f32
+    /// elsewhere.
     Auto,
 }
 
@@ -55,8 +57,20 @@ impl PrecisionChoice {
                         .into(),
                 ),
             ),
-            PrecisionChoice::Auto if has_bf16_kernel() => (Precision::Bf16, None),
-            PrecisionChoice::Auto => (Precision::F32, None),
+            PrecisionChoice::Auto if peak::bf16_pays_off() => (Precision::Bf16, None),
+            PrecisionChoice::Auto => (
+                Precision::F32,
+                peak::peaks().map(|p| {
+                    format!(
+                        "model.precision = \"auto\": f32, because this CPU's bf16 dot product \
+                         ({:.0} GFLOP/s a thread on registers) does not beat its f32 FMA ({:.0}) \
+                         by {}x",
+                        p.bf16_dot,
+                        p.f32_fma,
+                        peak::PAYS_OFF_RATIO
+                    )
+                }),
+            ),
         }
     }
 }
@@ -65,8 +79,14 @@ impl PrecisionChoice {
 pub fn cpu_matrix_features() -> String {
     #[cfg(target_arch = "x86_64")]
     {
+        let peaks = peak::peaks().map_or(String::new(), |p| {
+            format!(
+                " peak_gflops_per_thread(f32_fma={:.0} bf16_dot={:.0})",
+                p.f32_fma, p.bf16_dot
+            )
+        });
         format!(
-            "avx512f={} avx512_bf16={} amx_bf16={}",
+            "avx512f={} avx512_bf16={} amx_bf16={}{peaks}",
             std::is_x86_feature_detected!("avx512f"),
             has_bf16_kernel(),
             has_amx()
@@ -88,7 +108,8 @@ mod tests {
         assert_eq!(PrecisionChoice::F32.resolve(&cpu), (Precision::F32, None));
         assert_eq!(PrecisionChoice::Bf16.resolve(&cpu).0, Precision::Bf16);
         let auto = PrecisionChoice::Auto.resolve(&cpu).0;
-        assert_eq!(auto == Precision::Bf16, has_bf16_kernel());
+        assert_eq!(auto == Precision::Bf16, peak::bf16_pays_off());
+        assert!(!peak::bf16_pays_off() || has_bf16_kernel());
         let parsed: PrecisionChoice = serde_json::from_str("\"auto\"").unwrap();
         assert_eq!(parsed, PrecisionChoice::Auto);
         assert!(serde_json::from_str::<PrecisionChoice>("\"fp16\"").is_err());

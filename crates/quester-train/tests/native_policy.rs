@@ -310,3 +310,52 @@ fn a_bad_or_unbuilt_device_is_a_config_error_naming_the_key() {
         );
     }
 }
+
+#[test]
+fn a_token_budget_packs_a_group_into_one_micro_batch_and_trains_the_same() {
+    // Four completions of one prompt: by count (1 at a time) and by a token budget (all four
+    // in one pass, the prompt run once) hand the loss the same log-probs and take the same step.
+    let reqs: Vec<GenRequest> = (0..4)
+        .map(|i| GenRequest {
+            messages: vec![ChatMessage::user("Pick an arm and say why.".to_string())],
+            response_prefix: String::new(),
+            params: SamplingParams {
+                max_new_tokens: 6,
+                seed: 40 + i,
+                ..SamplingParams::default()
+            },
+        })
+        .collect();
+    let mut by_count = cfg();
+    by_count.training.micro_batch = 1;
+    let mut by_tokens = cfg();
+    by_tokens.training.micro_batch_tokens = 4096;
+    let mut a = build_policy(&by_count).unwrap();
+    let mut b = build_policy(&by_tokens).unwrap();
+    let gens = a.generate(&reqs).unwrap();
+    assert!(gens.iter().all(|g| !g.response_ids.is_empty()));
+    let seqs = train_seqs(&gens, false);
+    let (mut seen_a, mut seen_b) = (Vec::new(), Vec::new());
+    a.update(&seqs, &mut coef_loss(&mut seen_a), 0.0).unwrap();
+    b.update(&seqs, &mut coef_loss(&mut seen_b), 0.0).unwrap();
+    for (x, y) in seen_a.iter().flatten().zip(seen_b.iter().flatten()) {
+        assert!((x - y).abs() < 1e-4, "before the step: {x} vs {y}");
+    }
+    let after_a = current_logprobs(a.as_mut(), &seqs);
+    let after_b = current_logprobs(b.as_mut(), &seqs);
+    let mut moved = 0.0f64;
+    for ((x, y), s) in after_a
+        .iter()
+        .flatten()
+        .zip(after_b.iter().flatten())
+        .zip(seen_a.iter().flatten())
+    {
+        assert!((x - y).abs() < 1e-4, "after the step: {x} vs {y}");
+        moved = moved.max((x - s).abs());
+    }
+    // The step did something (else the comparison above would be empty of meaning).
+    assert!(
+        moved > 1e-3,
+        "the update moved the log-probs by only {moved}"
+    );
+}

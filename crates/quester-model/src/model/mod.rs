@@ -9,6 +9,7 @@ mod weights;
 pub use decode_weights::DecodeWeights;
 pub(crate) use decode_weights::PackedLayer;
 pub use kv_cache::KvCache;
+pub(crate) use shared_prefix::worth_sharing;
 pub use shared_prefix::{common_prefix_len, shared_prefix_len};
 
 use crate::config::ModelConfig;

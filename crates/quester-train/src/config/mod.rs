@@ -74,7 +74,8 @@ pub struct ModelSection {
     pub device: String,
     /// How the projections and the output head multiply, in rollouts and training alike:
     /// "f32", "bf16" (bf16 operands, f32 accumulation; emulated on a CPU without AVX512-BF16)
-    /// or "auto" (bf16 where the CPU has AVX512-BF16).
+    /// or "auto" (bf16 where this CPU's bf16 dot product, measured at start, outruns its f32
+    /// FMAs; f32 elsewhere).
     pub precision: quester_model::PrecisionChoice,
     /// Train LoRA adapters ("lora") or all weights ("full").
     pub train: TrainMode,
@@ -341,6 +342,12 @@ pub struct TrainingSection {
     /// Sequences per forward/backward pass inside a mini-batch (gradients are accumulated), so
     /// memory stays bounded whatever the mini-batch size.
     pub micro_batch: usize,
+    /// When > 0, micro-batches are packed by the tokens the model computes instead of counted
+    /// (`micro_batch` is then unused): rows are added while the prefix they all share (counted
+    /// once) plus every row padded to the longest stays within this budget. GRPO completions
+    /// of one prompt then share one pass. 0 = count by `micro_batch`.
+    #[serde(skip_serializing_if = "is_zero_usize")]
+    pub micro_batch_tokens: usize,
     pub ppo_epochs: usize,
     pub grad_clip: f64,
     pub seed: u64,
@@ -366,6 +373,7 @@ impl Default for TrainingSection {
             steps: 300,
             mini_batch: 64,
             micro_batch: 2,
+            micro_batch_tokens: 0,
             ppo_epochs: 1,
             grad_clip: 1.0,
             seed: 0,
@@ -379,6 +387,10 @@ impl Default for TrainingSection {
 
 fn is_zero(x: &f64) -> bool {
     *x == 0.0
+}
+
+fn is_zero_usize(x: &usize) -> bool {
+    *x == 0
 }
 
 /// `[eval]`: periodic and final evaluation (pass@1..num_attempts over attempts, and the pass@k

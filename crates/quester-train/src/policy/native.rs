@@ -3,6 +3,7 @@
 //! quester-model's training step with caller-computed coefficients (`coef = -dL/dlogp x n`,
 //! because the step divides its surrogate by the mini-batch's token count).
 
+use quester_model::micro_batch::MicroBatchLimits;
 use quester_model::model::shared_prefix_len;
 use quester_model::train_step::{
     LossKind, TrainBatch, TrainSequence, TrainStep, TrainStepConfig, TrainStepError, TrainableModel,
@@ -10,6 +11,7 @@ use quester_model::train_step::{
 use quester_model::{
     ChatMessage as MChat, ChatTemplate, DecodeWeights, GenerationRequest, Model, Tokenizer,
 };
+use std::ops::Range;
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -52,7 +54,7 @@ pub struct NativePolicy {
     tokenizer: Tokenizer,
     template: ChatTemplate,
     pad_id: u32,
-    micro_batch: usize,
+    micro_batch: MicroBatchLimits,
     /// The frozen reference of the KL penalty (only when `algorithm.loss.kl_coef > 0`): the base
     /// model under LoRA (its weights never change), a copy of the initial weights otherwise.
     reference: Option<Model>,
@@ -77,18 +79,20 @@ fn train_sequence(s: &TrainSeq<'_>) -> TrainSequence {
     }
 }
 
-/// Log-probs of every response of `keep` (built as `seqs`) under `model`, `mb` sequences at a
-/// time, with no autograd graph.
+/// Log-probs of every response of `keep` (built as `seqs`) under `model`, micro-batch by
+/// micro-batch (`mb`), with no autograd graph.
 fn detached_logprobs(
     model: &Model,
     seqs: &[TrainSequence],
     keep: &[&TrainSeq<'_>],
     pad_id: u32,
-    mb: usize,
+    mb: MicroBatchLimits,
 ) -> Result<Vec<Vec<f64>>, TrainError> {
     let mut out = vec![Vec::new(); keep.len()];
     let order = prefix_order(seqs);
-    for chunk in order.chunks(mb) {
+    let sorted: Vec<&TrainSequence> = order.iter().map(|&i| &seqs[i]).collect();
+    for range in micro_batches(&sorted, mb) {
+        let chunk = &order[range];
         let chunk_seqs: Vec<TrainSequence> = chunk.iter().map(|&i| seqs[i].clone()).collect();
         let tb = TrainBatch::from_sequences(&chunk_seqs, pad_id, model.device()).map_err(err)?;
         let lp = model
@@ -114,7 +118,7 @@ fn score_with(
     model: &Model,
     batch: &[TrainSeq<'_>],
     pad_id: u32,
-    mb: usize,
+    mb: MicroBatchLimits,
 ) -> Result<Vec<Vec<f64>>, TrainError> {
     let keep: Vec<&TrainSeq<'_>> = batch
         .iter()
@@ -141,6 +145,16 @@ fn prefix_order(seqs: &[TrainSequence]) -> Vec<usize> {
     let mut order: Vec<usize> = (0..seqs.len()).collect();
     order.sort_by(|&a, &b| seqs[a].ids.cmp(&seqs[b].ids));
     order
+}
+
+/// The micro-batches of `seqs` (already in token order) under `limits`.
+fn micro_batches(seqs: &[&TrainSequence], limits: MicroBatchLimits) -> Vec<Range<usize>> {
+    let rows: Vec<&[u32]> = seqs.iter().map(|s| s.ids.as_slice()).collect();
+    let first_trained: Vec<usize> = seqs
+        .iter()
+        .map(|s| s.trained.iter().position(|&t| t).unwrap_or(s.ids.len()))
+        .collect();
+    quester_model::micro_batch::plan(&rows, &first_trained, limits)
 }
 
 /// The config's base model on `model.device`, with the LoRA adapter of `[model.lora]` attached
@@ -199,7 +213,11 @@ pub fn build(cfg: &TrainConfig) -> Result<Box<dyn super::TrainablePolicy>, Train
         tokenizer: loaded.tokenizer,
         template: loaded.chat_template,
         pad_id,
-        micro_batch: cfg.training.micro_batch.max(1),
+        micro_batch: if cfg.training.micro_batch_tokens > 0 {
+            MicroBatchLimits::tokens(cfg.training.micro_batch_tokens)
+        } else {
+            MicroBatchLimits::rows(cfg.training.micro_batch.max(1))
+        },
         reference,
         decode: Mutex::new(None),
     }))
@@ -378,7 +396,11 @@ impl TrainablePolicy for NativePolicy {
         // order of a sum of gradients does not matter.
         seqs.sort_by(|a, b| a.ids.cmp(&b.ids));
         let mut shared = 0;
-        for chunk in seqs.chunks(mb) {
+        let sorted: Vec<&TrainSequence> = seqs.iter().collect();
+        let plan = micro_batches(&sorted, mb);
+        let micro_batches = plan.len();
+        for range in plan {
+            let chunk = &seqs[range];
             let tb = TrainBatch::from_sequences(chunk, self.pad_id, self.step.model().0.device())
                 .map_err(err)?;
             let ids: Vec<&[u32]> = chunk.iter().map(|s| s.ids.as_slice()).collect();
@@ -391,6 +413,7 @@ impl TrainablePolicy for NativePolicy {
         }
         tracing::debug!(
             sequences = seqs.len(),
+            micro_batches,
             tokens = seqs.iter().map(|s| s.ids.len()).sum::<usize>(),
             shared_prefix_tokens = shared,
             longest = seqs.iter().map(|s| s.ids.len()).max().unwrap_or(0),

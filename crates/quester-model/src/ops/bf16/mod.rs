@@ -18,6 +18,7 @@
 mod convert;
 mod kernel;
 mod panels;
+pub mod peak;
 
 #[cfg(test)]
 pub(crate) use convert::round_to_bf16;

@@ -1,0 +1,235 @@
+//! The instruction ceilings of this CPU's two multiply paths, measured: f32 FMAs and
+//! `vdpbf16ps`, each in 24 independent register chains with no memory traffic.
+//!
+//! Having AVX512-BF16 does not make bf16 faster. On AMD Zen 4 `vdpbf16ps` runs at twice the
+//! multiply-adds of an f32 FMA (452 against 226 GFLOP/s on two threads); on Intel Xeons
+//! without AMX (Sapphire and Emerald Rapids under a hypervisor that hides the tiles) it issues
+//! on one port where FMAs issue on two, and is slower than f32 (155 against 252). The flag
+//! cannot tell the two apart, a millisecond of measurement can: `model.precision = "auto"`
+//! asks [`bf16_pays_off`].
+
+use std::sync::OnceLock;
+use std::time::Instant;
+
+/// GFLOP/s of one thread on registers alone.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct InstructionPeaks {
+    /// f32 `vfmadd231ps` (2 flops per lane).
+    pub f32_fma: f64,
+    /// `vdpbf16ps` (4 flops per f32 lane: two bf16 products added in).
+    pub bf16_dot: f64,
+}
+
+/// bf16 must beat f32 by this much on registers before `auto` takes it: packing operands to
+/// bf16 costs a pass over them, which only a clearly faster instruction repays.
+pub const PAYS_OFF_RATIO: f64 = 1.25;
+
+/// The peaks of the calling thread, best of `reps` runs of `iters` iterations each (24
+/// instructions per iteration); None without AVX-512F and AVX512-BF16.
+pub fn measure(iters: usize, reps: usize) -> Option<InstructionPeaks> {
+    if !super::has_bf16_kernel() {
+        return None;
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        let best = |bf16: bool| {
+            let secs = (0..reps.max(1))
+                .map(|_| {
+                    let t = Instant::now();
+                    // SAFETY: has_bf16_kernel() checked AVX-512F and AVX512-BF16.
+                    unsafe { chains::run(iters, bf16) };
+                    t.elapsed().as_secs_f64()
+                })
+                .fold(f64::INFINITY, f64::min);
+            // 24 vectors of 16 lanes per iteration, 2 or 4 flops per lane.
+            let flops = (iters.max(1) * 24 * 16 * if bf16 { 4 } else { 2 }) as f64;
+            flops / secs.max(1e-9) / 1e9
+        };
+        Some(InstructionPeaks {
+            f32_fma: best(false),
+            bf16_dot: best(true),
+        })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (iters, reps, Instant::now());
+        None
+    }
+}
+
+/// This CPU's peaks, measured once per process (about a millisecond).
+pub fn peaks() -> Option<InstructionPeaks> {
+    static PEAKS: OnceLock<Option<InstructionPeaks>> = OnceLock::new();
+    *PEAKS.get_or_init(|| measure(20_000, 5))
+}
+
+/// Whether bf16 products run faster than f32 on this CPU: it has the bf16 instruction and
+/// that instruction beats f32 FMAs by [`PAYS_OFF_RATIO`] on registers.
+pub fn bf16_pays_off() -> bool {
+    peaks().is_some_and(|p| p.bf16_dot >= PAYS_OFF_RATIO * p.f32_fma)
+}
+
+#[cfg(target_arch = "x86_64")]
+mod chains {
+    use std::arch::x86_64::*;
+
+    /// # Safety
+    /// The CPU has AVX-512F and AVX512-BF16.
+    pub unsafe fn run(iters: usize, bf16: bool) {
+        if bf16 {
+            dp_chains(iters)
+        } else {
+            fma_chains(iters)
+        }
+    }
+
+    // 24 independent accumulator chains in registers (more than the instructions' latency
+    // times their issue rate), written in assembly so that nothing but the instruction runs.
+
+    #[target_feature(enable = "avx512f")]
+    unsafe fn fma_chains(iters: usize) {
+        let z = _mm512_setzero_ps();
+        let b = _mm512_set1_ps(1e-7);
+        std::arch::asm!(
+            "2:",
+            "vfmadd231ps {a0}, {b}, {b}",
+            "vfmadd231ps {a1}, {b}, {b}",
+            "vfmadd231ps {a2}, {b}, {b}",
+            "vfmadd231ps {a3}, {b}, {b}",
+            "vfmadd231ps {a4}, {b}, {b}",
+            "vfmadd231ps {a5}, {b}, {b}",
+            "vfmadd231ps {a6}, {b}, {b}",
+            "vfmadd231ps {a7}, {b}, {b}",
+            "vfmadd231ps {a8}, {b}, {b}",
+            "vfmadd231ps {a9}, {b}, {b}",
+            "vfmadd231ps {a10}, {b}, {b}",
+            "vfmadd231ps {a11}, {b}, {b}",
+            "vfmadd231ps {a12}, {b}, {b}",
+            "vfmadd231ps {a13}, {b}, {b}",
+            "vfmadd231ps {a14}, {b}, {b}",
+            "vfmadd231ps {a15}, {b}, {b}",
+            "vfmadd231ps {a16}, {b}, {b}",
+            "vfmadd231ps {a17}, {b}, {b}",
+            "vfmadd231ps {a18}, {b}, {b}",
+            "vfmadd231ps {a19}, {b}, {b}",
+            "vfmadd231ps {a20}, {b}, {b}",
+            "vfmadd231ps {a21}, {b}, {b}",
+            "vfmadd231ps {a22}, {b}, {b}",
+            "vfmadd231ps {a23}, {b}, {b}",
+            "dec {n}",
+            "jnz 2b",
+            n = inout(reg) iters.max(1) => _,
+            b = in(zmm_reg) b,
+            a0 = inout(zmm_reg) z => _,
+            a1 = inout(zmm_reg) z => _,
+            a2 = inout(zmm_reg) z => _,
+            a3 = inout(zmm_reg) z => _,
+            a4 = inout(zmm_reg) z => _,
+            a5 = inout(zmm_reg) z => _,
+            a6 = inout(zmm_reg) z => _,
+            a7 = inout(zmm_reg) z => _,
+            a8 = inout(zmm_reg) z => _,
+            a9 = inout(zmm_reg) z => _,
+            a10 = inout(zmm_reg) z => _,
+            a11 = inout(zmm_reg) z => _,
+            a12 = inout(zmm_reg) z => _,
+            a13 = inout(zmm_reg) z => _,
+            a14 = inout(zmm_reg) z => _,
+            a15 = inout(zmm_reg) z => _,
+            a16 = inout(zmm_reg) z => _,
+            a17 = inout(zmm_reg) z => _,
+            a18 = inout(zmm_reg) z => _,
+            a19 = inout(zmm_reg) z => _,
+            a20 = inout(zmm_reg) z => _,
+            a21 = inout(zmm_reg) z => _,
+            a22 = inout(zmm_reg) z => _,
+            a23 = inout(zmm_reg) z => _,
+            options(nostack),
+        );
+    }
+
+    #[target_feature(enable = "avx512f,avx512bf16")]
+    unsafe fn dp_chains(iters: usize) {
+        let z = _mm512_setzero_ps();
+        let b = _mm512_set1_ps(1e-7);
+        std::arch::asm!(
+            "2:",
+            "vdpbf16ps {a0}, {b}, {b}",
+            "vdpbf16ps {a1}, {b}, {b}",
+            "vdpbf16ps {a2}, {b}, {b}",
+            "vdpbf16ps {a3}, {b}, {b}",
+            "vdpbf16ps {a4}, {b}, {b}",
+            "vdpbf16ps {a5}, {b}, {b}",
+            "vdpbf16ps {a6}, {b}, {b}",
+            "vdpbf16ps {a7}, {b}, {b}",
+            "vdpbf16ps {a8}, {b}, {b}",
+            "vdpbf16ps {a9}, {b}, {b}",
+            "vdpbf16ps {a10}, {b}, {b}",
+            "vdpbf16ps {a11}, {b}, {b}",
+            "vdpbf16ps {a12}, {b}, {b}",
+            "vdpbf16ps {a13}, {b}, {b}",
+            "vdpbf16ps {a14}, {b}, {b}",
+            "vdpbf16ps {a15}, {b}, {b}",
+            "vdpbf16ps {a16}, {b}, {b}",
+            "vdpbf16ps {a17}, {b}, {b}",
+            "vdpbf16ps {a18}, {b}, {b}",
+            "vdpbf16ps {a19}, {b}, {b}",
+            "vdpbf16ps {a20}, {b}, {b}",
+            "vdpbf16ps {a21}, {b}, {b}",
+            "vdpbf16ps {a22}, {b}, {b}",
+            "vdpbf16ps {a23}, {b}, {b}",
+            "dec {n}",
+            "jnz 2b",
+            n = inout(reg) iters.max(1) => _,
+            b = in(zmm_reg) b,
+            a0 = inout(zmm_reg) z => _,
+            a1 = inout(zmm_reg) z => _,
+            a2 = inout(zmm_reg) z => _,
+            a3 = inout(zmm_reg) z => _,
+            a4 = inout(zmm_reg) z => _,
+            a5 = inout(zmm_reg) z => _,
+            a6 = inout(zmm_reg) z => _,
+            a7 = inout(zmm_reg) z => _,
+            a8 = inout(zmm_reg) z => _,
+            a9 = inout(zmm_reg) z => _,
+            a10 = inout(zmm_reg) z => _,
+            a11 = inout(zmm_reg) z => _,
+            a12 = inout(zmm_reg) z => _,
+            a13 = inout(zmm_reg) z => _,
+            a14 = inout(zmm_reg) z => _,
+            a15 = inout(zmm_reg) z => _,
+            a16 = inout(zmm_reg) z => _,
+            a17 = inout(zmm_reg) z => _,
+            a18 = inout(zmm_reg) z => _,
+            a19 = inout(zmm_reg) z => _,
+            a20 = inout(zmm_reg) z => _,
+            a21 = inout(zmm_reg) z => _,
+            a22 = inout(zmm_reg) z => _,
+            a23 = inout(zmm_reg) z => _,
+            options(nostack),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peaks_are_measured_where_the_instruction_exists() {
+        match measure(2_000, 2) {
+            None => assert!(!crate::ops::bf16::has_bf16_kernel()),
+            Some(p) => {
+                // Any CPU with AVX-512 does more than a GFLOP/s per thread, and less than a
+                // few hundred on registers.
+                for v in [p.f32_fma, p.bf16_dot] {
+                    assert!(v > 1.0 && v < 2_000.0, "{p:?}");
+                }
+            }
+        }
+        assert_eq!(
+            bf16_pays_off(),
+            peaks().is_some_and(|p| p.bf16_dot >= PAYS_OFF_RATIO * p.f32_fma)
+        );
+    }
+}
