@@ -334,3 +334,24 @@ fn precision_takes_three_values() {
         assert!(e.contains(allowed), "`{allowed}` not in: {e}");
     }
 }
+
+#[test]
+fn micro_batches_need_a_size_or_a_token_budget() {
+    refused(
+        "grpo_bandit_cpu.toml",
+        &["training.micro_batch=0"],
+        "training.micro_batch",
+    );
+    let c = preset(
+        "grpo_bandit_cpu.toml",
+        &["training.micro_batch=0", "training.micro_batch_tokens=4096"],
+    )
+    .unwrap();
+    assert_eq!(c.training.micro_batch_tokens, 4096);
+    // A misspelt key is refused, naming it.
+    refused(
+        "grpo_bandit_cpu.toml",
+        &["training.micro_batch_token=4096"],
+        "micro_batch_token",
+    );
+}

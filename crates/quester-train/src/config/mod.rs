@@ -586,6 +586,12 @@ impl TrainConfig {
         if self.training.mini_batch == 0 || self.training.ppo_epochs == 0 {
             return bad("training.mini_batch/ppo_epochs", "must be at least 1");
         }
+        if self.training.micro_batch == 0 && self.training.micro_batch_tokens == 0 {
+            return bad(
+                "training.micro_batch",
+                "must be at least 1 (or give training.micro_batch_tokens, a token budget)",
+            );
+        }
         if self.eval.num_attempts == 0 {
             return bad("eval.num_attempts", "must be at least 1");
         }
