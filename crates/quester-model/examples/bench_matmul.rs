@@ -1,11 +1,12 @@
 //! GFLOP/s of the products the model runs, on its shapes: candle's f32 matmul (gemm), the f32
-//! packed kernel, and the bf16 kernel (weights packed once, as in generation, and packed per
-//! call, as in training). One run, side by side; the ratios are the figures.
+//! packed kernel, and each bf16 kernel this CPU runs (AMX tiles, AVX512-BF16; weights packed
+//! once, as in generation), then the best one packed per call, as in training. One run, side by
+//! side; the ratios are the figures.
 //!
 //! Usage: bench_matmul [REPEATS=5]
 
 use candle_core::{Device, Tensor};
-use quester_model::ops::bf16::Bf16Panels;
+use quester_model::ops::bf16::{Bf16Kernel, Bf16Panels};
 use quester_model::ops::PackedMatrix;
 use std::time::Instant;
 
@@ -46,12 +47,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         rayon::current_num_threads(),
         quester_model::cpu_matrix_features()
     );
-    let (p32, p16) = peaks();
+    let (p32, p16, tiles) = peaks();
     println!(
-        "instruction peak, every thread on registers only: f32 FMA {p32:.0} GFLOP/s, vdpbf16ps {p16:.0} GFLOP/s"
+        "instruction peak, every thread on registers only: f32 FMA {p32:.0} GFLOP/s, vdpbf16ps {p16:.0} GFLOP/s, AMX tdpbf16ps {tiles:.0} GFLOP/s"
     );
+    let kernels: Vec<Bf16Kernel> = Bf16Kernel::ALL
+        .into_iter()
+        .filter(|k| k.available() && *k != Bf16Kernel::Portable)
+        .collect();
+    let names: Vec<String> = kernels
+        .iter()
+        .map(|k| format!("bf16 {} packed once", k.name()))
+        .collect();
     println!(
-        "m x k x n | gemm f32 | packed f32 | bf16 packed once | bf16 packed per call (GFLOP/s)"
+        "m x k x n | gemm f32 | packed f32 | {} | bf16 {} packed per call (GFLOP/s)",
+        names.join(" | "),
+        Bf16Kernel::best().name()
     );
     let dev = Device::Cpu;
     for &(m, k, n) in &[
@@ -79,28 +90,32 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let t_pf = best(reps, || {
             let _ = pf.matmul_slice(&x, m);
         });
-        let pb = Bf16Panels::pack_rows(&w, n, k)?;
-        let t_pb = best(reps, || {
-            let _ = pb.matmul(&x, m).expect("bf16");
-        });
+        let mut once = Vec::new();
+        for &kernel in &kernels {
+            let pb = Bf16Panels::pack_for(kernel, &w, (n, k), (k, 1))?;
+            let t = best(reps, || {
+                let _ = pb.matmul(&x, m).expect("bf16");
+            });
+            once.push(format!("{:.0}", gflop / t));
+        }
         let t_pc = best(reps, || {
             let p = Bf16Panels::pack_rows(&w, n, k).expect("pack");
             let _ = p.matmul(&x, m).expect("bf16");
         });
         println!(
-            "{m} x {k} x {n} | {:.0} | {:.0} | {:.0} | {:.0}",
+            "{m} x {k} x {n} | {:.0} | {:.0} | {} | {:.0}",
             gflop / t_gemm,
             gflop / t_pf,
-            gflop / t_pb,
+            once.join(" | "),
             gflop / t_pc
         );
     }
     Ok(())
 }
 
-/// GFLOP/s of f32 FMAs and of `vdpbf16ps` on registers alone, every thread at once (no memory
-/// traffic): the ceiling no product can pass on this CPU.
-fn peaks() -> (f64, f64) {
+/// GFLOP/s of f32 FMAs, of `vdpbf16ps` and of AMX tiles on registers alone, every thread at
+/// once (no memory traffic): the ceilings no product can pass on this CPU.
+fn peaks() -> (f64, f64, f64) {
     use rayon::prelude::*;
     let threads = rayon::current_num_threads();
     let per_thread: Vec<_> = (0..threads)
@@ -111,7 +126,8 @@ fn peaks() -> (f64, f64) {
         Some(p) => (
             p.iter().map(|x| x.f32_fma).sum(),
             p.iter().map(|x| x.bf16_dot).sum(),
+            p.iter().map(|x| x.amx_tile.unwrap_or(f64::NAN)).sum(),
         ),
-        None => (f64::NAN, f64::NAN),
+        None => (f64::NAN, f64::NAN, f64::NAN),
     }
 }

@@ -1,7 +1,7 @@
 //! The element type of the model's matrix products: f32, or bf16 operands with f32
 //! accumulation where the CPU has the instructions for it.
 
-use crate::ops::bf16::{has_amx, has_bf16_kernel, peak};
+use crate::ops::bf16::{has_amx, has_bf16_kernel, peak, Bf16Kernel};
 use candle_core::Device;
 use serde::{Deserialize, Serialize};
 
@@ -13,7 +13,7 @@ pub enum Precision {
     /// f32 operands (the reference path; finite-difference tests run here).
     #[default]
     F32,
-    /// Operands rounded to bf16, products accumulated in f32 (`vdpbf16ps`): the mixed
+    /// Operands rounded to bf16, products accumulated in f32 (AMX tiles or `vdpbf16ps`): the mixed
     /// precision of `torch.autocast(dtype=bfloat16)`. Log-probs move by about 1e-2.
     Bf16,
 }
@@ -28,9 +28,9 @@ pub enum PrecisionChoice {
     F32,
     /// bf16 products; on a CPU without AVX512-BF16 they are emulated (same values, slower).
     Bf16,
-    /// bf16 where the CPU has AVX512-BF16 and its `vdpbf16ps` clearly outruns its f32 FMAs
-    /// (measured once per process: true on AMD Zen 4, false on Intel Xeons without AMX), f32
-    /// elsewhere.
+    /// bf16 where the CPU's bf16 kernel (AMX tiles, else `vdpbf16ps`) clearly outruns its f32
+    /// FMAs (measured once per process: true on AMD Zen 4 and on Xeons with AMX granted, false
+    /// on Intel Xeons without AMX), f32 elsewhere.
     Auto,
 }
 
@@ -61,11 +61,13 @@ impl PrecisionChoice {
             PrecisionChoice::Auto => (
                 Precision::F32,
                 peak::peaks().map(|p| {
+                    let kernel = Bf16Kernel::best();
                     format!(
-                        "model.precision = \"auto\": f32, because this CPU's bf16 dot product \
-                         ({:.0} GFLOP/s a thread on registers) does not beat its f32 FMA ({:.0}) \
+                        "model.precision = \"auto\": f32, because this CPU's bf16 kernel ({}, \
+                         {:.0} GFLOP/s a thread on registers) does not beat its f32 FMA ({:.0}) \
                          by {}x",
-                        p.bf16_dot,
+                        kernel.name(),
+                        p.of(kernel),
                         p.f32_fma,
                         peak::PAYS_OFF_RATIO
                     )
@@ -80,16 +82,21 @@ pub fn cpu_matrix_features() -> String {
     #[cfg(target_arch = "x86_64")]
     {
         let peaks = peak::peaks().map_or(String::new(), |p| {
+            let amx = p
+                .amx_tile
+                .map_or(String::new(), |t| format!(" amx_tile={t:.0}"));
             format!(
-                " peak_gflops_per_thread(f32_fma={:.0} bf16_dot={:.0})",
+                " peak_gflops_per_thread(f32_fma={:.0} bf16_dot={:.0}{amx})",
                 p.f32_fma, p.bf16_dot
             )
         });
         format!(
-            "avx512f={} avx512_bf16={} amx_bf16={}{peaks}",
+            "avx512f={} avx512_bf16={} amx_bf16={} amx_granted={} bf16_kernel={}{peaks}",
             std::is_x86_feature_detected!("avx512f"),
             has_bf16_kernel(),
-            has_amx()
+            has_amx(),
+            crate::ops::bf16::amx::ready(),
+            Bf16Kernel::best().name()
         )
     }
     #[cfg(not(target_arch = "x86_64"))]

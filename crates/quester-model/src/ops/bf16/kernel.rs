@@ -1,27 +1,33 @@
-//! The register tile: R rows of A (bf16 pairs) against one panel of 48 columns.
+//! One row block of A (bf16 pairs) against one panel of 48 columns, on the kernel asked for:
+//! AMX tiles, AVX512-BF16 register tiles of 8, 4, 2, 1 rows, or the portable loop.
 
 use super::panels::PANEL;
+use super::Bf16Kernel;
 use crate::ops::tiles::{row_tiles, TILE_ROWS};
 
-/// y[r, c] = sum over pairs q of a[r][q] . panel[q][c] for `rows` rows, in tiles of 8, 4, 2, 1.
+/// y[r, c] = sum over pairs q of a[r][q] . panel[q][c] for `rows` rows.
 ///
 /// # Safety
-/// `a` holds `rows` rows of `kp` pairs; `panel` holds kp * 48 pairs; `y` points at column 0 of
-/// the panel in row 0 of an output of row stride `ys`, valid for `rows` rows and `cols` <= 48
-/// columns.
+/// `kernel` is available; `a` holds `rows` rows of `kp` pairs (rounded up to the kernel's
+/// [`Bf16Kernel::row_step`], and `kp` its [`Bf16Kernel::pair_stride`]); `panel` holds kp * 48
+/// pairs; `(y, ys, cols)`: `y` points at column 0 of the panel in row 0 of an output of row
+/// stride `ys`, valid for `rows` rows and `cols` <= 48 columns.
 pub(super) unsafe fn panel_product(
+    kernel: Bf16Kernel,
     a: &[u32],
     rows: usize,
     kp: usize,
     panel: &[u32],
-    y: *mut f32,
-    ys: usize,
-    cols: usize,
+    (y, ys, cols): (*mut f32, usize, usize),
 ) {
     debug_assert!(a.len() >= rows * kp && panel.len() >= kp * PANEL && cols <= PANEL);
     #[cfg(target_arch = "x86_64")]
     {
-        if super::has_bf16_kernel() {
+        if kernel == Bf16Kernel::Amx {
+            super::amx::panel_product(a, rows, kp, panel, y, ys, cols);
+            return;
+        }
+        if kernel == Bf16Kernel::Avx512Bf16 {
             for (r, n) in row_tiles(rows) {
                 let ar = &a[r * kp..(r + n) * kp];
                 let yr = y.add(r * ys);

@@ -11,10 +11,16 @@
 //! is what one lane of `vdpbf16ps` consumes. Each output element is one chain of pair
 //! products over k in order, so a row's result does not depend on the other rows of the batch.
 //!
+//! Where the CPU has AMX tiles and the OS grants them, the same panels are multiplied on the
+//! tiles instead ([`amx`]): one `tdpbf16ps` does 16 x 16 x 32 multiply-adds. [`Bf16Kernel`]
+//! says which of the three loops runs.
+//!
 //! Written here rather than taken from a library: no crate on the registries reaches these
-//! instructions (gemm computes bf16 by widening to f32), and the kernel is a register tile
-//! like the f32 one beside it.
+//! instructions (gemm computes bf16 by widening to f32; oneDNN would be a C++ build and a
+//! second copy of every operand's layout), and each kernel is a short tile loop over the one
+//! packed layout.
 
+pub mod amx;
 mod convert;
 mod kernel;
 mod panels;
@@ -37,8 +43,99 @@ pub fn has_bf16_kernel() -> bool {
     }
 }
 
-/// Whether the CPU has AMX tiles (Intel Sapphire Rapids and later). Reported, not used: the
-/// kernel here runs on AVX512-BF16, which every AMX CPU also has.
+/// The loop that multiplies bf16 panels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bf16Kernel {
+    /// AMX tiles (`tdpbf16ps`): 16-row blocks, k in steps of 32.
+    Amx,
+    /// AVX512-BF16 register tiles (`vdpbf16ps`).
+    Avx512Bf16,
+    /// Plain f32 arithmetic on the same pairs (any CPU; the same values up to f32 rounding).
+    Portable,
+}
+
+impl Bf16Kernel {
+    /// Every kernel, fastest first.
+    pub const ALL: [Bf16Kernel; 3] = [
+        Bf16Kernel::Amx,
+        Bf16Kernel::Avx512Bf16,
+        Bf16Kernel::Portable,
+    ];
+
+    /// The name `QUESTER_BF16_KERNEL` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Bf16Kernel::Amx => "amx",
+            Bf16Kernel::Avx512Bf16 => "avx512bf16",
+            Bf16Kernel::Portable => "portable",
+        }
+    }
+
+    /// Whether this CPU (and, for AMX, the OS) runs the kernel.
+    pub fn available(self) -> bool {
+        match self {
+            Bf16Kernel::Amx => amx::ready(),
+            Bf16Kernel::Avx512Bf16 => has_bf16_kernel(),
+            Bf16Kernel::Portable => true,
+        }
+    }
+
+    /// The fastest available kernel, or the one the environment variable
+    /// `QUESTER_BF16_KERNEL` (`amx`, `avx512bf16`, `portable`) names, for benchmarks that
+    /// compare them; a name that is unknown or not available here is logged and ignored.
+    /// Decided once per process.
+    pub fn best() -> Self {
+        static BEST: std::sync::OnceLock<Bf16Kernel> = std::sync::OnceLock::new();
+        *BEST.get_or_init(|| {
+            let fastest = *Self::ALL
+                .iter()
+                .find(|k| k.available())
+                .unwrap_or(&Self::Portable);
+            let Ok(asked) = std::env::var("QUESTER_BF16_KERNEL") else {
+                return fastest;
+            };
+            match Self::ALL.iter().find(|k| k.name() == asked.trim()) {
+                Some(&k) if k.available() => k,
+                Some(k) => {
+                    tracing::warn!(
+                        "QUESTER_BF16_KERNEL={asked}: {} does not run on this CPU; using {}",
+                        k.name(),
+                        fastest.name()
+                    );
+                    fastest
+                }
+                None => {
+                    tracing::warn!(
+                        "QUESTER_BF16_KERNEL={asked} is not a kernel (amx, avx512bf16, \
+                         portable); using {}",
+                        fastest.name()
+                    );
+                    fastest
+                }
+            }
+        })
+    }
+
+    /// Pairs stored per row for a shared dimension `k`: AMX steps k by 32, so its rows are
+    /// padded with zero pairs to a multiple of 16.
+    pub(crate) fn pair_stride(self, k: usize) -> usize {
+        match self {
+            Bf16Kernel::Amx => k.div_ceil(2 * amx::K_PAIRS) * amx::K_PAIRS,
+            _ => k.div_ceil(2),
+        }
+    }
+
+    /// Rows of A the kernel reads at a time (the rows of a converted A are padded to it).
+    pub(crate) fn row_step(self) -> usize {
+        match self {
+            Bf16Kernel::Amx => amx::ROWS,
+            _ => 1,
+        }
+    }
+}
+
+/// Whether the CPU has AMX tiles (Intel Sapphire Rapids and later); [`amx::ready`] says
+/// whether this process may use them.
 pub fn has_amx() -> bool {
     #[cfg(target_arch = "x86_64")]
     {

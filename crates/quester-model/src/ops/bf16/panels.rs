@@ -2,6 +2,7 @@
 
 use super::convert::{bf16_bits, convert, interleave};
 use super::kernel::panel_product;
+use super::Bf16Kernel;
 use crate::ops::tiles::{SharedOut, TILE_ROWS};
 use candle_core::{bail, Result};
 use rayon::prelude::*;
@@ -15,12 +16,15 @@ const PAR_MIN_FLOPS: usize = 1 << 16;
 /// Bytes of A one row block keeps hot while every panel of the task streams past it.
 const BLOCK_BYTES: usize = 128 << 10;
 
-/// A matrix B [n, k], used as `y = A . B^T`, rounded to bf16 and packed: panel p holds columns
-/// p*48..p*48+48 as [ceil(k/2)][48] pairs of consecutive k (zero past n and past k).
+/// A matrix B [n, k], used as `y = A . B^T`, rounded to bf16 and packed for one kernel: panel
+/// p holds columns p*48..p*48+48 as [kp][48] pairs of consecutive k (zero past n and past k),
+/// kp the kernel's [`Bf16Kernel::pair_stride`].
 #[derive(Debug, Clone)]
 pub struct Bf16Panels {
     n: usize,
     k: usize,
+    kp: usize,
+    kernel: Bf16Kernel,
     data: Vec<u32>,
 }
 
@@ -44,16 +48,44 @@ fn check_bounds(
 impl Bf16Panels {
     /// Packs B [n, k] whose element (j, kk) is `src[j * rs + kk * cs]`: (k, 1) for a row-major
     /// weight W [out, in] in `x W^T`, (1, n) for the transpose of a row-major [k, n] matrix.
-    pub fn pack(src: &[f32], (n, k): (usize, usize), (rs, cs): Strides) -> Result<Self> {
+    /// Products run on [`Bf16Kernel::best`].
+    pub fn pack(src: &[f32], dims: (usize, usize), strides: Strides) -> Result<Self> {
+        Self::pack_for(Bf16Kernel::best(), src, dims, strides)
+    }
+
+    /// [`Self::pack`] for a given kernel; an unavailable one is an error.
+    pub fn pack_for(
+        kernel: Bf16Kernel,
+        src: &[f32],
+        (n, k): (usize, usize),
+        (rs, cs): Strides,
+    ) -> Result<Self> {
+        if !kernel.available() {
+            bail!(
+                "bf16 matmul: the {} kernel does not run on this CPU",
+                kernel.name()
+            );
+        }
         check_bounds("B", src.len(), (n, k), (rs, cs))?;
-        let kp = k.div_ceil(2);
+        let kp = kernel.pair_stride(k);
         let mut data = vec![0u32; n.div_ceil(PANEL) * kp * PANEL];
         if kp > 0 {
             data.par_chunks_mut(kp * PANEL)
                 .enumerate()
                 .for_each(|(p, panel)| pack_panel(src, (n, k), (rs, cs), p, panel));
         }
-        Ok(Bf16Panels { n, k, data })
+        Ok(Bf16Panels {
+            n,
+            k,
+            kp,
+            kernel,
+            data,
+        })
+    }
+
+    /// The kernel the products run on.
+    pub fn kernel(&self) -> Bf16Kernel {
+        self.kernel
     }
 
     /// Packs a row-major weight W [out, in] for `x W^T`.
@@ -84,31 +116,42 @@ impl Bf16Panels {
 
     /// y [m, n] = A [m, k] . B^T, element (i, kk) of A at `a[i * rs + kk * cs]`.
     pub fn matmul_strided(&self, a: &[f32], m: usize, strides: Strides) -> Result<Vec<f32>> {
-        let (n, k) = (self.n, self.k);
+        let (n, k, kp, kernel) = (self.n, self.k, self.kp, self.kernel);
         check_bounds("A", a.len(), (m, k), strides)?;
         let mut y = vec![0f32; m * n];
         if m == 0 || n == 0 || k == 0 {
             return Ok(y);
         }
-        let kp = k.div_ceil(2);
-        let pairs = to_pairs(a, (m, k), strides);
+        let step = kernel.row_step();
+        let padded = m.div_ceil(step) * step;
+        let pairs = to_pairs(a, (m, k), strides, (padded, kp));
         let panels = n.div_ceil(PANEL);
-        // Row blocks whose pairs stay in cache while a task's panels stream past them.
-        let block = (BLOCK_BYTES / (4 * kp)).max(TILE_ROWS) / TILE_ROWS * TILE_ROWS;
+        // Row blocks whose pairs stay in cache while a task's panels stream past them, in
+        // whole register tiles (8 rows) and tile blocks (16).
+        let unit = TILE_ROWS.max(step);
+        let block = (BLOCK_BYTES / (4 * kp)).max(unit) / unit * unit;
         let blocks = m.div_ceil(block);
         let threads = rayon::current_num_threads();
         let y_ptr = SharedOut(y.as_mut_ptr());
         let run = |rb: usize, ps: std::ops::Range<usize>| {
             let r0 = rb * block;
             let rows = (m - r0).min(block);
-            let ar = &pairs[r0 * kp..(r0 + rows) * kp];
+            let ar = &pairs[r0 * kp..(r0 + rows).div_ceil(step) * step * kp];
             for p in ps {
                 let cols = (n - p * PANEL).min(PANEL);
                 let panel = &self.data[p * kp * PANEL..(p + 1) * kp * PANEL];
-                // SAFETY: this task writes rows r0..r0+rows, columns p*48..p*48+cols of y
+                // SAFETY: the kernel is available (checked at packing) and the pairs are laid
+                // out for it; this task writes rows r0..r0+rows, columns p*48..p*48+cols of y
                 // (m x n); no two tasks share a (row block, panel).
                 unsafe {
-                    panel_product(ar, rows, kp, panel, y_ptr.at(r0 * n + p * PANEL), n, cols)
+                    panel_product(
+                        kernel,
+                        ar,
+                        rows,
+                        kp,
+                        panel,
+                        (y_ptr.at(r0 * n + p * PANEL), n, cols),
+                    )
                 };
             }
         };
@@ -137,9 +180,9 @@ impl Bf16Panels {
     }
 }
 
-/// Panel `p` of B: columns p*48.. as [kp][48] pairs.
+/// Panel `p` of B: columns p*48.. as [kp][48] pairs (pairs past k stay zero).
 fn pack_panel(src: &[f32], (n, k): (usize, usize), (rs, cs): Strides, p: usize, panel: &mut [u32]) {
-    let kp = k.div_ceil(2);
+    let kp = panel.len() / PANEL;
     let c0 = p * PANEL;
     let cols = (n - c0).min(PANEL);
     if cs == 1 {
@@ -148,14 +191,14 @@ fn pack_panel(src: &[f32], (n, k): (usize, usize), (rs, cs): Strides, p: usize, 
         for c in 0..cols {
             let j = c0 + c;
             convert(&src[j * rs..j * rs + k], &mut row[..k]);
-            for q in 0..kp {
+            for q in 0..k.div_ceil(2) {
                 panel[q * PANEL + c] = u32::from(row[2 * q]) | u32::from(row[2 * q + 1]) << 16;
             }
         }
     } else if rs == 1 {
         // Each k of the panel is a contiguous run of the source: two runs make a row of pairs.
         let mut scratch = Vec::new();
-        for q in 0..kp {
+        for q in 0..k.div_ceil(2) {
             let run = |kk: usize| &src[kk * cs + c0..kk * cs + c0 + cols];
             let hi = (2 * q + 1 < k).then(|| run(2 * q + 1));
             interleave(
@@ -167,7 +210,7 @@ fn pack_panel(src: &[f32], (n, k): (usize, usize), (rs, cs): Strides, p: usize, 
         }
     } else {
         for c in 0..cols {
-            for q in 0..kp {
+            for q in 0..k.div_ceil(2) {
                 let at = |kk: usize| {
                     if kk < k {
                         bf16_bits(src[(c0 + c) * rs + kk * cs])
@@ -181,15 +224,22 @@ fn pack_panel(src: &[f32], (n, k): (usize, usize), (rs, cs): Strides, p: usize, 
     }
 }
 
-/// A [m, k] as rows of bf16 pairs [m][ceil(k/2)] (a zero pads an odd k).
-fn to_pairs(a: &[f32], (m, k): (usize, usize), (rs, cs): Strides) -> Vec<u32> {
-    let kp = k.div_ceil(2);
-    let mut pairs = vec![0u32; m * kp];
+/// A [m, k] as rows of bf16 pairs [padded][kp], kp >= ceil(k/2) (zeros pad k and the rows).
+fn to_pairs(
+    a: &[f32],
+    (m, k): (usize, usize),
+    (rs, cs): Strides,
+    (padded, kp): (usize, usize),
+) -> Vec<u32> {
+    let mut pairs = vec![0u32; padded * kp];
     if cs == 1 {
         let convert_rows = |(i0, chunk): (usize, &mut [u32])| {
             let mut row = vec![0u16; 2 * kp];
             for (di, dst) in chunk.chunks_exact_mut(kp).enumerate() {
                 let i = i0 + di;
+                if i >= m {
+                    break;
+                }
                 convert(&a[i * rs..i * rs + k], &mut row[..k]);
                 for (q, d) in dst.iter_mut().enumerate() {
                     *d = u32::from(row[2 * q]) | u32::from(row[2 * q + 1]) << 16;
@@ -208,7 +258,7 @@ fn to_pairs(a: &[f32], (m, k): (usize, usize), (rs, cs): Strides) -> Vec<u32> {
     } else if rs == 1 {
         // A is the transpose of a row-major matrix: each k is a contiguous run over the rows.
         let (mut run, mut scratch) = (vec![0u32; m], Vec::new());
-        for q in 0..kp {
+        for q in 0..k.div_ceil(2) {
             let hi = (2 * q + 1 < k).then(|| &a[(2 * q + 1) * cs..(2 * q + 1) * cs + m]);
             interleave(&a[2 * q * cs..2 * q * cs + m], hi, &mut run, &mut scratch);
             for (i, &v) in run.iter().enumerate() {
@@ -217,7 +267,7 @@ fn to_pairs(a: &[f32], (m, k): (usize, usize), (rs, cs): Strides) -> Vec<u32> {
         }
     } else {
         for i in 0..m {
-            for q in 0..kp {
+            for q in 0..k.div_ceil(2) {
                 let at = |kk: usize| {
                     if kk < k {
                         bf16_bits(a[i * rs + kk * cs])
@@ -264,23 +314,32 @@ mod tests {
         }
     }
 
+    /// The kernels this CPU runs.
+    fn kernels() -> impl Iterator<Item = Bf16Kernel> {
+        Bf16Kernel::ALL.into_iter().filter(|k| k.available())
+    }
+
     #[test]
-    fn equals_the_product_of_the_rounded_operands_for_ragged_shapes() {
-        // Odd k (a padded pair), outputs ending mid-panel and mid-vector, every tile size,
-        // and a row count past one row block.
-        for &(m, k, n) in &[
-            (1, 5, 3),
-            (13, 37, 50),
-            (8, 576, 192),
-            (21, 64, 100),
-            (300, 513, 17),
-        ] {
-            let (a, b) = (data(m * k, 1), data(n * k, 2));
-            let y = Bf16Panels::pack_rows(&b, n, k)
-                .unwrap()
-                .matmul(&a, m)
-                .unwrap();
-            assert_close(&y, &reference(&a, &b, (m, k, n)), k);
+    fn every_kernel_equals_the_product_of_the_rounded_operands_for_ragged_shapes() {
+        // Odd k (a padded pair), k past one AMX step and not a multiple of it, outputs ending
+        // mid-panel and mid-vector, every register tile size, row counts that leave a partial
+        // 16-row tile, and a row count past one row block.
+        for kernel in kernels() {
+            for &(m, k, n) in &[
+                (1, 5, 3),
+                (13, 37, 50),
+                (8, 576, 192),
+                (21, 64, 100),
+                (17, 100, 49),
+                (300, 513, 17),
+            ] {
+                let (a, b) = (data(m * k, 1), data(n * k, 2));
+                let y = Bf16Panels::pack_for(kernel, &b, (n, k), (k, 1))
+                    .unwrap()
+                    .matmul(&a, m)
+                    .unwrap();
+                assert_close(&y, &reference(&a, &b, (m, k, n)), k);
+            }
         }
     }
 
@@ -291,59 +350,64 @@ mod tests {
         let transpose = |x: &[f32], r: usize, c: usize| -> Vec<f32> {
             (0..r * c).map(|i| x[(i % r) * c + i / r]).collect()
         };
-        let want = Bf16Panels::pack_rows(&b, n, k)
-            .unwrap()
-            .matmul(&a, m)
-            .unwrap();
-        // B given as its transpose [k, n] (strides (1, n)), A as its transpose [k, m].
-        let bt = Bf16Panels::pack(&transpose(&b, n, k), (n, k), (1, n)).unwrap();
-        assert_eq!(bt.matmul(&a, m).unwrap(), want);
-        let at = transpose(&a, m, k);
-        assert_eq!(bt.matmul_strided(&at, m, (1, m)).unwrap(), want);
-        // A generic stride (every other element of a wider buffer).
-        let wide: Vec<f32> = a.iter().flat_map(|&x| [x, 9.0]).collect();
-        assert_eq!(bt.matmul_strided(&wide, m, (2 * k, 2)).unwrap(), want);
-        let bw: Vec<f32> = b.iter().flat_map(|&x| [x, 9.0]).collect();
-        let generic = Bf16Panels::pack(&bw, (n, k), (2 * k, 2)).unwrap();
-        assert_eq!(generic.matmul(&a, m).unwrap(), want);
+        for kernel in kernels() {
+            let pack = |src: &[f32], strides| Bf16Panels::pack_for(kernel, src, (n, k), strides);
+            let want = pack(&b, (k, 1)).unwrap().matmul(&a, m).unwrap();
+            // B given as its transpose [k, n] (strides (1, n)), A as its transpose [k, m].
+            let bt = pack(&transpose(&b, n, k), (1, n)).unwrap();
+            assert_eq!(bt.matmul(&a, m).unwrap(), want);
+            let at = transpose(&a, m, k);
+            assert_eq!(bt.matmul_strided(&at, m, (1, m)).unwrap(), want);
+            // A generic stride (every other element of a wider buffer).
+            let wide: Vec<f32> = a.iter().flat_map(|&x| [x, 9.0]).collect();
+            assert_eq!(bt.matmul_strided(&wide, m, (2 * k, 2)).unwrap(), want);
+            let bw: Vec<f32> = b.iter().flat_map(|&x| [x, 9.0]).collect();
+            let generic = pack(&bw, (2 * k, 2)).unwrap();
+            assert_eq!(generic.matmul(&a, m).unwrap(), want);
+        }
     }
 
     #[test]
     fn a_row_gets_the_same_bits_in_any_batch() {
         let (k, n) = (96, 130);
-        let w = Bf16Panels::pack_rows(&data(n * k, 5), n, k).unwrap();
-        let x = data(15 * k, 6);
-        let batch = w.matmul(&x, 15).unwrap();
-        for r in [0, 7, 8, 14] {
-            let alone = w.matmul(&x[r * k..(r + 1) * k], 1).unwrap();
-            assert_eq!(alone, batch[r * n..(r + 1) * n], "row {r}");
+        let x = data(35 * k, 6);
+        for kernel in kernels() {
+            let w = Bf16Panels::pack_for(kernel, &data(n * k, 5), (n, k), (k, 1)).unwrap();
+            let batch = w.matmul(&x, 35).unwrap();
+            for r in [0, 7, 8, 14, 15, 16, 33, 34] {
+                let alone = w.matmul(&x[r * k..(r + 1) * k], 1).unwrap();
+                assert_eq!(alone, batch[r * n..(r + 1) * n], "{kernel:?} row {r}");
+            }
         }
     }
 
     #[test]
-    fn the_portable_loop_agrees_with_the_dispatched_kernel() {
-        let (k, n) = (70, 60);
-        let (x, w) = (data(k, 7), data(n * k, 8));
-        let packed = Bf16Panels::pack_rows(&w, n, k).unwrap();
-        let fast = packed.matmul(&x, 1).unwrap();
-        let kp = k.div_ceil(2);
-        let pairs = to_pairs(&x, (1, k), (k, 1));
-        let mut slow = vec![0f32; n];
-        for p in 0..n.div_ceil(PANEL) {
-            let cols = (n - p * PANEL).min(PANEL);
-            let panel = &packed.data[p * kp * PANEL..(p + 1) * kp * PANEL];
-            // SAFETY: `slow` has room for columns p*48..p*48+cols.
-            unsafe {
-                super::super::kernel::portable_row(
-                    &pairs,
-                    panel,
-                    slow.as_mut_ptr().add(p * PANEL),
-                    cols,
-                )
-            };
+    fn the_kernels_agree_with_each_other() {
+        let (m, k, n) = (37, 200, 110);
+        let (a, b) = (data(m * k, 7), data(n * k, 8));
+        let run = |kernel| {
+            Bf16Panels::pack_for(kernel, &b, (n, k), (k, 1))
+                .unwrap()
+                .matmul(&a, m)
+                .unwrap()
+        };
+        let portable = run(Bf16Kernel::Portable);
+        for kernel in kernels() {
+            // The same exact pair products, added in a different order (AMX adds a step of 32
+            // k as a block).
+            for (x, y) in run(kernel).iter().zip(&portable) {
+                assert!((x - y).abs() < 1e-3, "{kernel:?}: {x} vs {y}");
+            }
         }
-        for (a, b) in fast.iter().zip(&slow) {
-            assert!((a - b).abs() < 1e-4, "{a} {b}");
+    }
+
+    #[test]
+    fn an_unavailable_kernel_is_an_error_and_the_best_one_is_available() {
+        assert!(Bf16Kernel::best().available());
+        assert!(Bf16Kernel::Portable.available());
+        for kernel in Bf16Kernel::ALL {
+            let packed = Bf16Panels::pack_for(kernel, &[1.0; 6], (2, 3), (3, 1));
+            assert_eq!(packed.is_ok(), kernel.available(), "{kernel:?}");
         }
     }
 

@@ -1,12 +1,15 @@
-//! The instruction ceilings of this CPU's two multiply paths, measured: f32 FMAs and
-//! `vdpbf16ps`, each in 24 independent register chains with no memory traffic.
+//! The instruction ceilings of this CPU's multiply paths, measured: f32 FMAs and `vdpbf16ps`,
+//! each in 24 independent register chains with no memory traffic, and AMX's `tdpbf16ps` in
+//! four tile chains where the tiles are granted.
 //!
 //! Having AVX512-BF16 does not make bf16 faster. On AMD Zen 4 `vdpbf16ps` runs at twice the
 //! multiply-adds of an f32 FMA (452 against 226 GFLOP/s on two threads); on Intel Xeons
 //! without AMX (Sapphire and Emerald Rapids under a hypervisor that hides the tiles) it issues
 //! on one port where FMAs issue on two, and is slower than f32 (155 against 252). The flag
 //! cannot tell the two apart, a millisecond of measurement can: `model.precision = "auto"`
-//! asks [`bf16_pays_off`].
+//! asks [`bf16_pays_off`], which compares the kernel that would run ([`super::Bf16Kernel::best`])
+//! with f32. AMX tiles run about 12x f32 FMAs on registers (2,100 against 179 GFLOP/s a
+//! thread) and 2x to 3x in the product, where tile loads bound it.
 
 use std::sync::OnceLock;
 use std::time::Instant;
@@ -18,6 +21,8 @@ pub struct InstructionPeaks {
     pub f32_fma: f64,
     /// `vdpbf16ps` (4 flops per f32 lane: two bf16 products added in).
     pub bf16_dot: f64,
+    /// AMX `tdpbf16ps` (16 x 16 x 32 multiply-adds), where the tiles are granted.
+    pub amx_tile: Option<f64>,
 }
 
 /// bf16 must beat f32 by this much on registers before `auto` takes it: packing operands to
@@ -48,6 +53,7 @@ pub fn measure(iters: usize, reps: usize) -> Option<InstructionPeaks> {
         Some(InstructionPeaks {
             f32_fma: best(false),
             bf16_dot: best(true),
+            amx_tile: super::amx::peak(iters / 4, reps),
         })
     }
     #[cfg(not(target_arch = "x86_64"))]
@@ -63,10 +69,21 @@ pub fn peaks() -> Option<InstructionPeaks> {
     *PEAKS.get_or_init(|| measure(20_000, 5))
 }
 
-/// Whether bf16 products run faster than f32 on this CPU: it has the bf16 instruction and
-/// that instruction beats f32 FMAs by [`PAYS_OFF_RATIO`] on registers.
+impl InstructionPeaks {
+    /// The peak of the instruction `kernel` runs on (0 for the portable loop).
+    pub fn of(&self, kernel: super::Bf16Kernel) -> f64 {
+        match kernel {
+            super::Bf16Kernel::Amx => self.amx_tile.unwrap_or(0.0),
+            super::Bf16Kernel::Avx512Bf16 => self.bf16_dot,
+            super::Bf16Kernel::Portable => 0.0,
+        }
+    }
+}
+
+/// Whether bf16 products run faster than f32 on this CPU: the kernel they would run on
+/// ([`super::Bf16Kernel::best`]) beats f32 FMAs by [`PAYS_OFF_RATIO`] on registers.
 pub fn bf16_pays_off() -> bool {
-    peaks().is_some_and(|p| p.bf16_dot >= PAYS_OFF_RATIO * p.f32_fma)
+    peaks().is_some_and(|p| p.of(super::Bf16Kernel::best()) >= PAYS_OFF_RATIO * p.f32_fma)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -169,11 +186,17 @@ mod tests {
                 for v in [p.f32_fma, p.bf16_dot] {
                     assert!(v > 1.0 && v < 2_000.0, "{p:?}");
                 }
+                // Tiles: where granted, tens of times an FMA's flops at most.
+                assert_eq!(p.amx_tile.is_some(), crate::ops::bf16::amx::ready());
+                if let Some(t) = p.amx_tile {
+                    assert!(t > 1.0 && t < 50_000.0, "{p:?}");
+                }
             }
         }
+        let best = crate::ops::bf16::Bf16Kernel::best();
         assert_eq!(
             bf16_pays_off(),
-            peaks().is_some_and(|p| p.bf16_dot >= PAYS_OFF_RATIO * p.f32_fma)
+            peaks().is_some_and(|p| p.of(best) >= PAYS_OFF_RATIO * p.f32_fma)
         );
     }
 }
