@@ -52,6 +52,16 @@ fn request_tile_state() -> bool {
     false
 }
 
+/// Pairs of k per pass over a row block: the panel's slice (512 x 48 pairs, 96 KiB) stays in
+/// L2 while every 16-row tile of the block multiplies against it, so a panel is read from
+/// memory once per block rather than once per tile (the output head's k of 49,152 made its
+/// panels 4.7 MiB each).
+pub(crate) const K_CHUNK: usize = 512;
+
+/// Rows of A per task's block on this kernel (the k-chunking above keeps the panel in cache,
+/// so the block need not shrink as k grows).
+pub(crate) const BLOCK_ROWS: usize = 256;
+
 /// y[r, c] = sum over pairs q of a[r][q] . panel[q][c] for `rows` rows and `cols` columns.
 ///
 /// # Safety
@@ -73,14 +83,50 @@ pub(super) unsafe fn panel_product(
     debug_assert!(kp.is_multiple_of(K_PAIRS) && cols <= PANEL);
     debug_assert!(a.len() >= rows.div_ceil(ROWS) * ROWS * kp && panel.len() >= kp * PANEL);
     tiles::configure();
-    let mut out = tiles::Block([0f32; ROWS * PANEL]);
-    for t in 0..rows.div_ceil(ROWS) {
-        tiles::block(a.as_ptr().add(t * ROWS * kp), kp, panel.as_ptr(), &mut out);
-        for r in 0..(rows - t * ROWS).min(ROWS) {
-            std::ptr::copy_nonoverlapping(
-                out.0.as_ptr().add(r * PANEL),
-                y.add((t * ROWS + r) * ys),
-                cols,
+    let blocks = rows.div_ceil(ROWS);
+    tiles::SCRATCH.with_borrow_mut(|acc| {
+        // The accumulators of this thread, reused: every block is written (not added to) by
+        // the first chunk, so stale values never leak.
+        if acc.len() < blocks {
+            acc.resize_with(blocks, || tiles::Block([0f32; ROWS * PANEL]));
+        }
+        block_product(a, rows, kp, panel, &mut acc[..blocks]);
+        for (t, out) in acc[..blocks].iter().enumerate() {
+            for r in 0..(rows - t * ROWS).min(ROWS) {
+                std::ptr::copy_nonoverlapping(
+                    out.0.as_ptr().add(r * PANEL),
+                    y.add((t * ROWS + r) * ys),
+                    cols,
+                );
+            }
+        }
+    });
+}
+
+/// The chunked loop of [`panel_product`] into one accumulator block per 16 rows.
+///
+/// # Safety
+/// As [`panel_product`], with `acc` holding rows / 16 (rounded up) blocks.
+#[cfg(target_arch = "x86_64")]
+unsafe fn block_product(
+    a: &[u32],
+    rows: usize,
+    kp: usize,
+    panel: &[u32],
+    acc: &mut [tiles::Block],
+) {
+    use super::panels::PANEL;
+    debug_assert!(acc.len() >= rows.div_ceil(ROWS));
+    for k0 in (0..kp).step_by(K_CHUNK) {
+        let steps = (kp - k0).min(K_CHUNK) / K_PAIRS;
+        for (t, out) in acc.iter_mut().enumerate() {
+            tiles::block(
+                a.as_ptr().add(t * ROWS * kp + k0),
+                kp,
+                panel.as_ptr().add(k0 * PANEL),
+                steps,
+                out,
+                k0 > 0,
             );
         }
     }
@@ -147,6 +193,8 @@ mod tiles {
 
     thread_local! {
         static CONFIGURED: Cell<bool> = const { Cell::new(false) };
+        /// Accumulator blocks of this thread's products.
+        pub(super) static SCRATCH: std::cell::RefCell<Vec<Block>> = const { std::cell::RefCell::new(Vec::new()) };
     }
 
     /// Loads the tile configuration on this thread once.
@@ -181,21 +229,40 @@ mod tiles {
         );
     }
 
-    /// out[16][48] = A (16 rows of kp pairs at `a`) . panel (kp x 48 pairs).
+    /// out[16][48] (+)= A (16 rows of `steps` * 16 pairs at `a`, row stride `kp` pairs) .
+    /// panel (steps * 16 x 48 pairs): added to `out` when `accumulate`, else written over it.
     ///
     /// # Safety
-    /// The tiles are configured; `a` is valid for 16 rows of `kp` pairs, `panel` for kp * 48
-    /// pairs, `kp` a multiple of 16.
-    pub(super) unsafe fn block(a: *const u32, kp: usize, panel: *const u32, out: &mut Block) {
-        asm!(
-            "tilezero tmm0",
-            "tilezero tmm1",
-            "tilezero tmm2",
-            options(nostack, nomem)
-        );
+    /// The tiles are configured; `a` is valid for 16 rows of stride `kp` pairs and `steps` *
+    /// 16 pairs each, `panel` for steps * 16 * 48 pairs.
+    pub(super) unsafe fn block(
+        a: *const u32,
+        kp: usize,
+        panel: *const u32,
+        steps: usize,
+        out: &mut Block,
+        accumulate: bool,
+    ) {
+        if accumulate {
+            asm!(
+                "tileloadd tmm0, [{o} + {s}*1]",
+                "tileloadd tmm1, [{o} + {s}*1 + 64]",
+                "tileloadd tmm2, [{o} + {s}*1 + 128]",
+                o = in(reg) out.0.as_ptr(),
+                s = in(reg) PANEL * 4,
+                options(nostack, readonly)
+            );
+        } else {
+            asm!(
+                "tilezero tmm0",
+                "tilezero tmm1",
+                "tilezero tmm2",
+                options(nostack, nomem)
+            );
+        }
         let a_stride = kp * 4;
         let b_stride = PANEL * 4;
-        for kb in 0..kp / K_PAIRS {
+        for kb in 0..steps {
             asm!(
                 "tileloadd tmm3, [{a} + {sa}*1]",
                 "tileloadd tmm4, [{b} + {sb}*1]",

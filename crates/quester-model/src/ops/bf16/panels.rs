@@ -118,10 +118,12 @@ impl Bf16Panels {
     pub fn matmul_strided(&self, a: &[f32], m: usize, strides: Strides) -> Result<Vec<f32>> {
         let (n, k, kp, kernel) = (self.n, self.k, self.kp, self.kernel);
         check_bounds("A", a.len(), (m, k), strides)?;
-        let mut y = vec![0f32; m * n];
         if m == 0 || n == 0 || k == 0 {
-            return Ok(y);
+            return Ok(vec![0f32; m * n]);
         }
+        // Every element is written below (each task its rows and panels, together all of
+        // them), so the output is not zeroed first: that pass cost as much as a small product.
+        let mut y: Vec<f32> = Vec::with_capacity(m * n);
         let step = kernel.row_step();
         let padded = m.div_ceil(step) * step;
         let pairs = to_pairs(a, (m, k), strides, (padded, kp));
@@ -129,7 +131,10 @@ impl Bf16Panels {
         // Row blocks whose pairs stay in cache while a task's panels stream past them, in
         // whole register tiles (8 rows) and tile blocks (16).
         let unit = TILE_ROWS.max(step);
-        let block = (BLOCK_BYTES / (4 * kp)).max(unit) / unit * unit;
+        let block = match kernel {
+            Bf16Kernel::Amx => super::amx::BLOCK_ROWS,
+            _ => (BLOCK_BYTES / (4 * kp)).max(unit) / unit * unit,
+        };
         let blocks = m.div_ceil(block);
         let threads = rayon::current_num_threads();
         let y_ptr = SharedOut(y.as_mut_ptr());
@@ -171,6 +176,9 @@ impl Bf16Panels {
                 run(rb, 0..panels);
             }
         }
+        // SAFETY: the tasks above wrote all m x n elements (every row block against every
+        // panel, each kernel storing all `rows` x `cols` of its part).
+        unsafe { y.set_len(m * n) };
         Ok(y)
     }
 
@@ -232,52 +240,61 @@ fn to_pairs(
     (padded, kp): (usize, usize),
 ) -> Vec<u32> {
     let mut pairs = vec![0u32; padded * kp];
-    if cs == 1 {
-        let convert_rows = |(i0, chunk): (usize, &mut [u32])| {
-            let mut row = vec![0u16; 2 * kp];
-            for (di, dst) in chunk.chunks_exact_mut(kp).enumerate() {
+    // Rows per parallel task: a task's rows of pairs stay in cache while it fills them.
+    let rows_per = 64;
+    let parallel = m * k >= 1 << 16;
+    let fill = |(c, chunk): (usize, &mut [u32])| {
+        let i0 = c * rows_per;
+        let rows = chunk.len() / kp;
+        let rows = rows.min(m.saturating_sub(i0));
+        if cs == 1 {
+            for (di, dst) in chunk.chunks_exact_mut(kp).take(rows).enumerate() {
                 let i = i0 + di;
-                if i >= m {
-                    break;
-                }
-                convert(&a[i * rs..i * rs + k], &mut row[..k]);
-                for (q, d) in dst.iter_mut().enumerate() {
-                    *d = u32::from(row[2 * q]) | u32::from(row[2 * q + 1]) << 16;
-                }
-            }
-        };
-        let rows_per = 64;
-        if m * k >= 1 << 16 {
-            pairs
-                .par_chunks_mut(rows_per * kp)
-                .enumerate()
-                .for_each(|(c, chunk)| convert_rows((c * rows_per, chunk)));
-        } else {
-            convert_rows((0, &mut pairs));
-        }
-    } else if rs == 1 {
-        // A is the transpose of a row-major matrix: each k is a contiguous run over the rows.
-        let (mut run, mut scratch) = (vec![0u32; m], Vec::new());
-        for q in 0..k.div_ceil(2) {
-            let hi = (2 * q + 1 < k).then(|| &a[(2 * q + 1) * cs..(2 * q + 1) * cs + m]);
-            interleave(&a[2 * q * cs..2 * q * cs + m], hi, &mut run, &mut scratch);
-            for (i, &v) in run.iter().enumerate() {
-                pairs[i * kp + q] = v;
-            }
-        }
-    } else {
-        for i in 0..m {
-            for q in 0..k.div_ceil(2) {
-                let at = |kk: usize| {
-                    if kk < k {
-                        bf16_bits(a[i * rs + kk * cs])
-                    } else {
-                        0
-                    }
+                // A pair is two consecutive bf16, low first: a row of pairs is the row's bf16
+                // values in order, so convert straight into it.
+                // SAFETY: `dst` holds kp u32, i.e. 2 * kp >= k u16, and u16 needs less
+                // alignment than u32.
+                let halves = unsafe {
+                    std::slice::from_raw_parts_mut(dst.as_mut_ptr().cast::<u16>(), 2 * kp)
                 };
-                pairs[i * kp + q] = u32::from(at(2 * q)) | u32::from(at(2 * q + 1)) << 16;
+                convert(&a[i * rs..i * rs + k], &mut halves[..k]);
+            }
+        } else if rs == 1 {
+            // A is the transpose of a row-major matrix: each k is a contiguous run over the
+            // rows; this task's rows of pairs are filled one column of pairs at a time.
+            let (mut run, mut scratch) = (vec![0u32; rows], Vec::new());
+            for q in 0..k.div_ceil(2) {
+                let lo = &a[2 * q * cs + i0..2 * q * cs + i0 + rows];
+                let hi = (2 * q + 1 < k)
+                    .then(|| &a[(2 * q + 1) * cs + i0..(2 * q + 1) * cs + i0 + rows]);
+                interleave(lo, hi, &mut run, &mut scratch);
+                for (di, &v) in run.iter().enumerate() {
+                    chunk[di * kp + q] = v;
+                }
+            }
+        } else {
+            for di in 0..rows {
+                let i = i0 + di;
+                for q in 0..k.div_ceil(2) {
+                    let at = |kk: usize| {
+                        if kk < k {
+                            bf16_bits(a[i * rs + kk * cs])
+                        } else {
+                            0
+                        }
+                    };
+                    chunk[di * kp + q] = u32::from(at(2 * q)) | u32::from(at(2 * q + 1)) << 16;
+                }
             }
         }
+    };
+    if parallel {
+        pairs
+            .par_chunks_mut(rows_per * kp)
+            .enumerate()
+            .for_each(fill);
+    } else {
+        pairs.chunks_mut(rows_per * kp).enumerate().for_each(fill);
     }
     pairs
 }
