@@ -85,51 +85,45 @@ pub(super) unsafe fn panel_product(
     tiles::configure();
     let blocks = rows.div_ceil(ROWS);
     tiles::SCRATCH.with_borrow_mut(|acc| {
-        // The accumulators of this thread, reused: every block is written (not added to) by
-        // the first chunk, so stale values never leak.
         if acc.len() < blocks {
             acc.resize_with(blocks, || tiles::Block([0f32; ROWS * PANEL]));
         }
-        block_product(a, rows, kp, panel, &mut acc[..blocks]);
-        for (t, out) in acc[..blocks].iter().enumerate() {
+        // Where each 16-row block accumulates: a whole block (16 rows, 48 columns) in `y`
+        // itself, a partial one in this thread's scratch, copied out at the end. The first
+        // chunk writes a block without reading it, so neither needs zeroing.
+        let partial = |t: usize| rows - t * ROWS < ROWS || cols < PANEL;
+        let dest: Vec<(*mut f32, usize)> = (0..blocks)
+            .map(|t| {
+                if partial(t) {
+                    (acc[t].0.as_mut_ptr(), PANEL)
+                } else {
+                    (y.add(t * ROWS * ys), ys)
+                }
+            })
+            .collect();
+        for k0 in (0..kp).step_by(K_CHUNK) {
+            let steps = (kp - k0).min(K_CHUNK) / K_PAIRS;
+            for (t, &(out, stride)) in dest.iter().enumerate() {
+                tiles::block(
+                    a.as_ptr().add(t * ROWS * kp + k0),
+                    kp,
+                    panel.as_ptr().add(k0 * PANEL),
+                    steps,
+                    (out, stride),
+                    k0 > 0,
+                );
+            }
+        }
+        for t in (0..blocks).filter(|&t| partial(t)) {
             for r in 0..(rows - t * ROWS).min(ROWS) {
                 std::ptr::copy_nonoverlapping(
-                    out.0.as_ptr().add(r * PANEL),
+                    acc[t].0.as_ptr().add(r * PANEL),
                     y.add((t * ROWS + r) * ys),
                     cols,
                 );
             }
         }
     });
-}
-
-/// The chunked loop of [`panel_product`] into one accumulator block per 16 rows.
-///
-/// # Safety
-/// As [`panel_product`], with `acc` holding rows / 16 (rounded up) blocks.
-#[cfg(target_arch = "x86_64")]
-unsafe fn block_product(
-    a: &[u32],
-    rows: usize,
-    kp: usize,
-    panel: &[u32],
-    acc: &mut [tiles::Block],
-) {
-    use super::panels::PANEL;
-    debug_assert!(acc.len() >= rows.div_ceil(ROWS));
-    for k0 in (0..kp).step_by(K_CHUNK) {
-        let steps = (kp - k0).min(K_CHUNK) / K_PAIRS;
-        for (t, out) in acc.iter_mut().enumerate() {
-            tiles::block(
-                a.as_ptr().add(t * ROWS * kp + k0),
-                kp,
-                panel.as_ptr().add(k0 * PANEL),
-                steps,
-                out,
-                k0 > 0,
-            );
-        }
-    }
 }
 
 /// GFLOP/s of `tdpbf16ps` on tiles alone on the calling thread, best of `reps` runs of
@@ -229,18 +223,19 @@ mod tiles {
         );
     }
 
-    /// out[16][48] (+)= A (16 rows of `steps` * 16 pairs at `a`, row stride `kp` pairs) .
-    /// panel (steps * 16 x 48 pairs): added to `out` when `accumulate`, else written over it.
+    /// out (+)= A (16 rows of `steps` * 16 pairs at `a`, row stride `kp` pairs) . panel
+    /// (steps * 16 x 48 pairs), `out` 16 rows of 48 f32 at row stride `out_stride` floats:
+    /// added to when `accumulate`, else written over.
     ///
     /// # Safety
     /// The tiles are configured; `a` is valid for 16 rows of stride `kp` pairs and `steps` *
-    /// 16 pairs each, `panel` for steps * 16 * 48 pairs.
+    /// 16 pairs each, `panel` for steps * 16 * 48 pairs, `out` for 16 rows of 48 floats.
     pub(super) unsafe fn block(
         a: *const u32,
         kp: usize,
         panel: *const u32,
         steps: usize,
-        out: &mut Block,
+        (out, out_stride): (*mut f32, usize),
         accumulate: bool,
     ) {
         if accumulate {
@@ -248,8 +243,8 @@ mod tiles {
                 "tileloadd tmm0, [{o} + {s}*1]",
                 "tileloadd tmm1, [{o} + {s}*1 + 64]",
                 "tileloadd tmm2, [{o} + {s}*1 + 128]",
-                o = in(reg) out.0.as_ptr(),
-                s = in(reg) PANEL * 4,
+                o = in(reg) out,
+                s = in(reg) out_stride * 4,
                 options(nostack, readonly)
             );
         } else {
@@ -282,8 +277,8 @@ mod tiles {
             "tilestored [{o} + {s}*1], tmm0",
             "tilestored [{o} + {s}*1 + 64], tmm1",
             "tilestored [{o} + {s}*1 + 128], tmm2",
-            o = in(reg) out.0.as_mut_ptr(),
-            s = in(reg) PANEL * 4,
+            o = in(reg) out,
+            s = in(reg) out_stride * 4,
             options(nostack)
         );
     }

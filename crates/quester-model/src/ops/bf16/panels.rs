@@ -348,6 +348,9 @@ mod tests {
                 (8, 576, 192),
                 (21, 64, 100),
                 (17, 100, 49),
+                // Whole 16 x 48 blocks accumulated in place over two chunks of k, beside a
+                // partial block.
+                (40, 1100, 96),
                 (300, 513, 17),
             ] {
                 let (a, b) = (data(m * k, 1), data(n * k, 2));
