@@ -92,24 +92,23 @@ pub(super) unsafe fn panel_product(
         // itself, a partial one in this thread's scratch, copied out at the end. The first
         // chunk writes a block without reading it, so neither needs zeroing.
         let partial = |t: usize| rows - t * ROWS < ROWS || cols < PANEL;
-        let dest: Vec<(*mut f32, usize)> = (0..blocks)
-            .map(|t| {
-                if partial(t) {
-                    (acc[t].0.as_mut_ptr(), PANEL)
-                } else {
-                    (y.add(t * ROWS * ys), ys)
-                }
-            })
-            .collect();
+        let scratch = acc.as_mut_ptr();
+        let dest = |t: usize| {
+            if partial(t) {
+                ((*scratch.add(t)).0.as_mut_ptr(), PANEL)
+            } else {
+                (y.add(t * ROWS * ys), ys)
+            }
+        };
         for k0 in (0..kp).step_by(K_CHUNK) {
             let steps = (kp - k0).min(K_CHUNK) / K_PAIRS;
-            for (t, &(out, stride)) in dest.iter().enumerate() {
+            for t in 0..blocks {
                 tiles::block(
                     a.as_ptr().add(t * ROWS * kp + k0),
                     kp,
                     panel.as_ptr().add(k0 * PANEL),
                     steps,
-                    (out, stride),
+                    dest(t),
                     k0 > 0,
                 );
             }

@@ -128,12 +128,11 @@ impl Bf16Panels {
         let padded = m.div_ceil(step) * step;
         let pairs = to_pairs(a, (m, k), strides, (padded, kp));
         let panels = n.div_ceil(PANEL);
-        // Row blocks whose pairs stay in cache while a task's panels stream past them, in
-        // whole register tiles (8 rows) and tile blocks (16).
-        let unit = TILE_ROWS.max(step);
+        // Row blocks: AMX's is fixed (it chunks k itself); the register tiles' keep their
+        // pairs in cache while a task's panels stream past them, in whole tiles of 8 rows.
         let block = match kernel {
             Bf16Kernel::Amx => super::amx::BLOCK_ROWS,
-            _ => (BLOCK_BYTES / (4 * kp)).max(unit) / unit * unit,
+            _ => (BLOCK_BYTES / (4 * kp)).max(TILE_ROWS) / TILE_ROWS * TILE_ROWS,
         };
         let blocks = m.div_ceil(block);
         let threads = rayon::current_num_threads();
