@@ -49,16 +49,14 @@ impl Model {
         for i in 0..c.num_hidden_layers {
             let p = format!("model.layers.{i}");
             let mut lin = |name: &str, out: usize, inp: usize, bias: bool| -> Result<Linear> {
-                Ok(Linear {
-                    weight: take(&format!("{p}.{name}.weight"), &[out, inp])?,
-                    bias: if bias {
+                Ok(Linear::from_vars(
+                    take(&format!("{p}.{name}.weight"), &[out, inp])?,
+                    if bias {
                         Some(take(&format!("{p}.{name}.bias"), &[out])?)
                     } else {
                         None
                     },
-                    lora: None,
-                    precision: Precision::F32,
-                })
+                ))
             };
             let ab = c.attention_bias;
             let q_proj = lin("self_attn.q_proj", qd, c.hidden_size, ab)?;

@@ -1,12 +1,13 @@
 //! The one projection type of the model: a frozen-or-trainable weight, an optional bias and an
 //! optional LoRA adapter.
 
-use crate::ops::PackedMatrix;
+use crate::ops::{FrozenBf16, PackedMatrix};
 use crate::precision::Precision;
 use candle_core::{DType, Result, Tensor, Var};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
+use std::sync::{Arc, Mutex};
 
 /// Which projections get LoRA adapters, and their size.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -68,17 +69,76 @@ pub struct Linear {
     /// How the products with `weight` compute (set for the whole model by
     /// [`crate::Model::set_precision`]).
     pub precision: Precision,
+    /// Under LoRA in bf16, `weight` packed at the first training product and reused: the base
+    /// is frozen while the adapter trains. Checked against the weight tensor's identity, so a
+    /// replaced `weight` is packed again; after changing it in place (`Var::set`) call
+    /// [`Linear::forget_packed_base`].
+    packed_base: PackedBase,
+}
+
+/// A lazily packed frozen base, shared by clones of one projection (they share its weight).
+#[derive(Clone, Default)]
+struct PackedBase(Arc<Mutex<Option<Arc<FrozenBf16>>>>);
+
+impl std::fmt::Debug for PackedBase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let packed = self.0.lock().map(|p| p.is_some()).unwrap_or(false);
+        write!(f, "PackedBase(packed: {packed})")
+    }
 }
 
 impl Linear {
     /// A projection from existing tensors.
     pub fn new(weight: Tensor, bias: Option<Tensor>) -> Result<Self> {
-        Ok(Linear {
-            weight: Var::from_tensor(&weight)?,
-            bias: bias.map(|b| Var::from_tensor(&b)).transpose()?,
+        Ok(Self::from_vars(
+            Var::from_tensor(&weight)?,
+            bias.map(|b| Var::from_tensor(&b)).transpose()?,
+        ))
+    }
+
+    /// A projection of existing variables, without an adapter, in f32.
+    pub(crate) fn from_vars(weight: Var, bias: Option<Var>) -> Self {
+        Linear {
+            weight,
+            bias,
             lora: None,
             precision: Precision::F32,
-        })
+            packed_base: PackedBase::default(),
+        }
+    }
+
+    /// Drops the packed copy of a LoRA base (see the `packed_base` field): needed only after
+    /// changing `weight` in place while an adapter trains.
+    pub fn forget_packed_base(&self) {
+        if let Ok(mut p) = self.packed_base.0.lock() {
+            *p = None;
+        }
+    }
+
+    /// The base packed for LoRA training in bf16, packed now if it was not yet; `None` when the
+    /// products do not run on the CPU's bf16 kernels (f32 precision, an f64 model, a GPU).
+    fn packed_base(&self, x: &Tensor) -> Result<Option<Arc<FrozenBf16>>> {
+        let w = self.weight.as_tensor();
+        if self.precision != Precision::Bf16
+            || x.dtype() != DType::F32
+            || w.dtype() != DType::F32
+            || crate::ops::portable_wanted(x.device())
+        {
+            return Ok(None);
+        }
+        let mut slot = self
+            .packed_base
+            .0
+            .lock()
+            .map_err(|_| candle_core::Error::Msg("a packed LoRA base was poisoned".into()))?;
+        match slot.as_ref() {
+            Some(p) if p.packs(w) => Ok(Some(p.clone())),
+            _ => {
+                let p = Arc::new(FrozenBf16::pack(w)?);
+                *slot = Some(p.clone());
+                Ok(Some(p))
+            }
+        }
     }
 
     /// Output width.
@@ -119,15 +179,32 @@ impl Linear {
         let x2 = x.reshape((x.elem_count() / inp.max(1), inp))?;
         let y = match (&self.lora, grad) {
             // Training under LoRA: one fused op keeps only x, A and B for the backward pass.
-            (Some(l), true) => crate::ops::lora_linear(
-                &x2,
-                &pick(&self.weight, false),
-                self.bias.as_ref().map(|b| pick(b, false)).as_ref(),
-                &pick(&l.a, true),
-                &pick(&l.b, true),
-                l.scale,
-                self.precision,
-            )?,
+            (Some(l), true) => {
+                let (w, bias) = (
+                    pick(&self.weight, false),
+                    self.bias.as_ref().map(|b| pick(b, false)),
+                );
+                let (a, b) = (pick(&l.a, true), pick(&l.b, true));
+                match self.packed_base(&x2)? {
+                    Some(p) => crate::ops::lora_linear_packed(
+                        &x2,
+                        (&w, &p),
+                        bias.as_ref(),
+                        &a,
+                        &b,
+                        l.scale,
+                    )?,
+                    None => crate::ops::lora_linear(
+                        &x2,
+                        &w,
+                        bias.as_ref(),
+                        &a,
+                        &b,
+                        l.scale,
+                        self.precision,
+                    )?,
+                }
+            }
             // Generation (nothing tracked) or full fine-tuning (no adapter, base tracked).
             _ => {
                 let y = if grad {
@@ -181,6 +258,7 @@ impl Linear {
     pub(crate) fn map_weights(&self, f: &dyn Fn(&Tensor) -> Result<Tensor>) -> Result<Self> {
         let cast = |v: &Var| Var::from_tensor(&f(&v.as_tensor().detach())?);
         Ok(Linear {
+            packed_base: PackedBase::default(),
             weight: cast(&self.weight)?,
             bias: self.bias.as_ref().map(cast).transpose()?,
             lora: self

@@ -5,7 +5,9 @@
 
 use super::bf16::Bf16Panels;
 use super::contiguous;
-use candle_core::{bail, CpuStorage, CustomOp1, CustomOp2, Layout, Result, Shape, Storage, Tensor};
+use candle_core::{
+    bail, CpuStorage, CustomOp1, CustomOp2, Layout, Result, Shape, Storage, Tensor, TensorId,
+};
 
 /// y [rows, out] = x [rows, inp] . W^T for a row-major W [out, inp].
 pub(crate) fn x_wt(x: &[f32], w: &[f32], rows: usize, inp: usize, out: usize) -> Result<Vec<f32>> {
@@ -23,6 +25,61 @@ pub(crate) fn gt_x(g: &[f32], x: &[f32], rows: usize, out: usize, inp: usize) ->
     // B = x^T [inp, rows]: element (i, r) is x[r * inp + i]; A = g^T: element (o, r) is
     // g[r * out + o].
     Bf16Panels::pack(x, (inp, rows), (1, inp))?.matmul_strided(g, out, (1, out))
+}
+
+/// A frozen weight W [out, in] packed once for both of its bf16 products: `x W^T` (forward)
+/// and `g W` (the input's gradient). LoRA's base does not change while its adapter trains, so
+/// packing it on every call (two weight-sized conversions per projection and step) repeats work;
+/// kept, the pair costs 4 bytes per weight, as much as W itself in f32.
+#[derive(Debug)]
+pub struct FrozenBf16 {
+    weight: TensorId,
+    dims: (usize, usize),
+    x_wt: Bf16Panels,
+    g_w: Bf16Panels,
+}
+
+impl FrozenBf16 {
+    /// Packs `w` [out, in], an f32 tensor on the CPU.
+    pub fn pack(w: &Tensor) -> Result<Self> {
+        let (out, inp) = w.dims2()?;
+        let weight = w.id();
+        let w = w.contiguous()?;
+        let (g, l) = w.storage_and_layout();
+        let host = host_f32(&g, l, "the weight")?;
+        Ok(FrozenBf16 {
+            weight,
+            dims: (out, inp),
+            x_wt: Bf16Panels::pack_rows(host, out, inp)?,
+            g_w: Bf16Panels::pack(host, (inp, out), (1, inp))?,
+        })
+    }
+
+    /// Whether these are the panels of `w`: the tensor they were packed from (a detached copy
+    /// has another identity), not one that replaced it.
+    pub fn packs(&self, w: &Tensor) -> bool {
+        self.weight == w.id() && self.fits(w)
+    }
+
+    /// Whether `w` has the shape these panels were packed from.
+    pub fn fits(&self, w: &Tensor) -> bool {
+        w.dims2().ok() == Some(self.dims)
+    }
+
+    /// y [rows, out] = x [rows, in] . W^T.
+    pub(crate) fn x_wt(&self, x: &[f32], rows: usize) -> Result<Vec<f32>> {
+        self.x_wt.matmul(x, rows)
+    }
+
+    /// dx [rows, in] = g [rows, out] . W.
+    pub(crate) fn g_w(&self, g: &[f32], rows: usize) -> Result<Vec<f32>> {
+        self.g_w.matmul(g, rows)
+    }
+
+    /// Bytes of the two packings.
+    pub fn bytes(&self) -> usize {
+        self.x_wt.bytes() + self.g_w.bytes()
+    }
 }
 
 /// The host slice of a CPU f32 tensor.

@@ -6,10 +6,12 @@
 //! gradient of W; under LoRA that was more memory than the base model's own activations. Here
 //! the graph keeps only x, A and B; the backward pass recomputes the rank-r `x A^T`.
 
+use super::bf16_linear::FrozenBf16;
 use super::gemm::{mm_scaled, product};
 use super::{contiguous, Float};
 use crate::precision::Precision;
 use candle_core::{bail, CpuStorage, CustomOp3, DType, Layout, Result, Shape, Storage, Tensor};
+use std::sync::Arc;
 
 /// `x` [rows, in], frozen `w` [out, in] and `bias` [out], adapter `a` [r, in] and `b` [out, r].
 /// Differentiable in x, a and b. In bf16 `precision` the products with W (forward and the
@@ -17,6 +19,39 @@ use candle_core::{bail, CpuStorage, CustomOp3, DType, Layout, Result, Shape, Sto
 pub fn lora_linear(
     x: &Tensor,
     w: &Tensor,
+    bias: Option<&Tensor>,
+    a: &Tensor,
+    b: &Tensor,
+    scale: f64,
+    precision: Precision,
+) -> Result<Tensor> {
+    lora_linear_on(x, (w, None), bias, a, b, scale, precision)
+}
+
+/// [`lora_linear`] in bf16 with W's products read from `packed` (W packed once; see
+/// [`FrozenBf16`]), which must be the panels of `w` (`w` itself may be a detached view; only
+/// its shape is checked here). Values and gradients are bit for bit those of [`lora_linear`]
+/// in bf16, which packs W on every call.
+pub fn lora_linear_packed(
+    x: &Tensor,
+    (w, packed): (&Tensor, &Arc<FrozenBf16>),
+    bias: Option<&Tensor>,
+    a: &Tensor,
+    b: &Tensor,
+    scale: f64,
+) -> Result<Tensor> {
+    if !packed.fits(w) {
+        bail!(
+            "lora linear: panels packed from a weight of another shape than {:?}",
+            w.dims()
+        );
+    }
+    lora_linear_on(x, (w, Some(packed)), bias, a, b, scale, Precision::Bf16)
+}
+
+fn lora_linear_on(
+    x: &Tensor,
+    (w, packed): (&Tensor, Option<&Arc<FrozenBf16>>),
     bias: Option<&Tensor>,
     a: &Tensor,
     b: &Tensor,
@@ -41,11 +76,13 @@ pub fn lora_linear(
     if super::portable::wanted(x.device()) {
         return super::portable::lora_linear(x, w, bias, a, b, scale, precision);
     }
+    let bf16 = precision == Precision::Bf16 && x.dtype() == DType::F32;
     let op = LoraLinear {
         w: w.detach().contiguous()?,
+        packed: packed.filter(|_| bf16).cloned(),
         bias: bias.map(|t| t.detach().contiguous()).transpose()?,
         scale,
-        bf16: precision == Precision::Bf16 && x.dtype() == DType::F32,
+        bf16,
     };
     x.contiguous()?
         .apply_op3(&a.contiguous()?, &b.contiguous()?, op)
@@ -53,6 +90,8 @@ pub fn lora_linear(
 
 struct LoraLinear {
     w: Tensor,
+    /// W packed once for the bf16 products (else packed per call).
+    packed: Option<Arc<FrozenBf16>>,
     bias: Option<Tensor>,
     scale: f64,
     /// The products with W in bf16 (f32 tensors only).
@@ -125,7 +164,10 @@ impl CustomOp3 for LoraLinear {
                 (Some(t), Some((g, _))) => Some(host::<f32>(t, g)?),
                 _ => None,
             };
-            let base = super::bf16_linear::x_wt(x, w, rows, inp, out)?;
+            let base = match &self.packed {
+                Some(p) => p.x_wt(x, rows)?,
+                None => super::bf16_linear::x_wt(x, w, rows, inp, out)?,
+            };
             let (a, b) = (contiguous::<f32>(s2, l2)?, contiguous::<f32>(s3, l3)?);
             let y = run(x, a, b, base, bias, dims, self.scale);
             return Ok((CpuStorage::F32(y), Shape::from((rows, out))));
@@ -191,8 +233,9 @@ impl CustomOp3 for LoraLinear {
             }};
         }
         let (dx, da, db) = match x.dtype() {
-            DType::F32 if self.bf16 => run!(f32, |g: &[f32], w: &[f32]| {
-                super::bf16_linear::g_w(g, w, rows, out, inp)
+            DType::F32 if self.bf16 => run!(f32, |g: &[f32], w: &[f32]| match &self.packed {
+                Some(p) => p.g_w(g, rows),
+                None => super::bf16_linear::g_w(g, w, rows, out, inp),
             }),
             DType::F32 => run!(f32, |g: &[f32], w: &[f32]| Ok::<_, candle_core::Error>(
                 grad_times_w(g, w, rows, out, inp)
@@ -351,5 +394,40 @@ mod tests {
                 assert!(err < tol, "{precision:?}: relative error {err}");
             }
         }
+    }
+
+    /// W packed once gives the values and gradients of packing it per call, bit for bit; panels
+    /// of another shape are refused.
+    #[test]
+    fn a_base_packed_once_changes_nothing() {
+        use candle_core::Var;
+        let f32 = |t: Tensor| t.to_dtype(DType::F32).unwrap();
+        let (w, bias) = (
+            f32(randn((40, 48))),
+            f32(Tensor::randn(0f64, 1.0, 40, &Device::Cpu).unwrap()),
+        );
+        let a = Var::from_tensor(&f32(randn((4, 48)))).unwrap();
+        let b = Var::from_tensor(&f32(randn((40, 4)))).unwrap();
+        let xv = Var::from_tensor(&f32(randn((37, 48)))).unwrap();
+        let proj = f32(randn((37, 40)));
+        let packed = Arc::new(FrozenBf16::pack(&w).unwrap());
+        let run = |y: Tensor| {
+            let grads = (&y * &proj).unwrap().sum_all().unwrap().backward().unwrap();
+            let mut out = vec![y];
+            for v in [xv.as_tensor(), a.as_tensor(), b.as_tensor()] {
+                out.push(grads.get(v).unwrap().clone());
+            }
+            out.iter()
+                .map(|t| t.flatten_all().unwrap().to_vec1::<f32>().unwrap())
+                .collect::<Vec<_>>()
+        };
+        let per_call =
+            run(lora_linear(&xv, &w, Some(&bias), &a, &b, 2.0, Precision::Bf16).unwrap());
+        let once = run(lora_linear_packed(&xv, (&w, &packed), Some(&bias), &a, &b, 2.0).unwrap());
+        assert_eq!(per_call, once);
+        let other = f32(randn((40, 40)));
+        assert!(lora_linear_packed(&xv, (&other, &packed), None, &a, &b, 2.0).is_err());
+        // A weight replaced by another of its shape is not taken for the packed one.
+        assert!(packed.packs(&w) && !packed.packs(&f32(randn((40, 48)))));
     }
 }

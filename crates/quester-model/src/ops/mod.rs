@@ -49,11 +49,11 @@ mod tiles;
 mod vexp;
 
 pub use attention::causal_attention;
-pub use bf16_linear::linear_bf16;
+pub use bf16_linear::{linear_bf16, FrozenBf16};
 pub use entropy::softmax_entropy;
 pub use frozen_matmul::{frozen_matmul, frozen_matmul_with};
 pub use logprob::gather_log_softmax;
-pub use lora_linear::lora_linear;
+pub use lora_linear::{lora_linear, lora_linear_packed};
 pub use packed_matmul::PackedMatrix;
 pub use portable::with_portable_ops;
 pub(crate) use portable::{matmul_t as portable_matmul_t, wanted as portable_wanted};
