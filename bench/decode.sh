@@ -7,10 +7,15 @@
 #                requests sent at once: llama.cpp's own batched decoding, the stronger anchor
 # Each side must exit 0 and print a tok/s figure, else the script stops naming the side.
 # Usage: bench/decode.sh [N=32] [M=128]
+# SEQUENTIAL=0 skips the one-after-another anchor (and its llama-cpp-python build, ~20 minutes
+# of both cores on a fresh machine); llama-server, the stronger anchor, always runs.
+# SERVER_ARGS adds flags to llama-server's command line: on session 16's AMX box its weight
+# repacking (the AMX path for Q4_1) crashed at start-up, and SERVER_ARGS=--no-repack ran.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N="${1:-32}"; M="${2:-128}"
 PRECISION=${PRECISION:-f32}
+SEQUENTIAL=${SEQUENTIAL:-1}
 THREADS=$(nproc)
 GGUF="${QUESTER_HOME:-$HOME/.cache/quester}/models/SmolLM2-135M-Instruct.Q4_1.gguf"
 SERVER=bench/.llamacpp-server/llama-server
@@ -19,7 +24,7 @@ echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)"
 echo "cpu flags: $(grep -o -w -E 'avx512f|avx512_bf16|amx_tile|amx_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')"
 [ -f "$GGUF" ] || { echo "missing $GGUF (run quester once to download the default model)" >&2; exit 1; }
 [ -x /usr/bin/time ] || { echo "missing /usr/bin/time (apt-get install time)" >&2; exit 1; }
-if [ ! -x bench/.venv-llamacpp/bin/python ]; then
+if [ "$SEQUENTIAL" != 0 ] && [ ! -x bench/.venv-llamacpp/bin/python ]; then
   python3 -m venv bench/.venv-llamacpp
   # PyPI has only the sdist: built here with native flags, and never from pip's wheel cache,
   # which may hold a build from another CPU (a SIGILL on this one).
@@ -56,12 +61,14 @@ run() {
 rss() { echo "$1 peak RSS: $(( $(sed -n 's/peak_rss_kb=//p' "$TMP/$1.mem") / 1024 )) MB"; }
 
 run quester "$BIN" "$N" "$M" --precision "$PRECISION"; ours=$tps; rss quester
-run llama.cpp bench/.venv-llamacpp/bin/python bench/decode_llamacpp.py "$GGUF" "$N" "$M" "$THREADS"
-seq=$tps; rss llama.cpp
+if [ "$SEQUENTIAL" != 0 ]; then
+  run llama.cpp bench/.venv-llamacpp/bin/python bench/decode_llamacpp.py "$GGUF" "$N" "$M" "$THREADS"
+  seq=$tps; rss llama.cpp
+fi
 
 # llama-server on a free loopback port; context for N slots of (prompt <= 256) + M tokens.
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$SERVER" -m "$GGUF" --host 127.0.0.1 --port "$PORT" -np "$N" -c $((N * (M + 256))) -t "$THREADS" \
+"$SERVER" -m "$GGUF" --host 127.0.0.1 --port "$PORT" -np "$N" -c $((N * (M + 256))) -t "$THREADS" ${SERVER_ARGS:-} \
   >"$TMP/server.log" 2>&1 &
 SPID=$!
 export SERVER_PID=$SPID EXTRA_LOG="$TMP/server.log"
@@ -70,5 +77,5 @@ run llama-server timeout 900 python3 bench/decode_llamaserver.py "$PORT" "$N" "$
 echo "llama-server peak RSS: $(( $(sed -n -E 's/^VmHWM:[[:space:]]*([0-9]+) kB/\1/p' "/proc/$SPID/status") / 1024 )) MB"
 kill "$SPID"; wait "$SPID" 2>/dev/null || true; SPID=
 
-python3 -c "print(f'ratio quester / llama.cpp (sequential) = {$ours / $seq:.2f}')"
+[ "$SEQUENTIAL" != 0 ] && python3 -c "print(f'ratio quester / llama.cpp (sequential) = {$ours / $seq:.2f}')"
 python3 -c "print(f'ratio quester / llama-server ($N slots) = {$ours / $srv:.2f}')"
