@@ -259,16 +259,25 @@ fn to_pairs(
                 convert(&a[i * rs..i * rs + k], &mut halves[..k]);
             }
         } else if rs == 1 {
-            // A is the transpose of a row-major matrix: each k is a contiguous run over the
-            // rows; this task's rows of pairs are filled one column of pairs at a time.
+            // A is the transpose of a row-major matrix (a weight gradient's g^T): each k is a
+            // contiguous run over the rows. Whole 16 x 16 tiles of pairs go through registers
+            // (one cache line of each source row in, one of each row of pairs out); the rest,
+            // one column of pairs at a time.
+            let (tile_rows, tile_pairs) = transposed_tiles(a, cs, (i0, rows), k, chunk, kp);
             let (mut run, mut scratch) = (vec![0u32; rows], Vec::new());
             for q in 0..k.div_ceil(2) {
-                let lo = &a[2 * q * cs + i0..2 * q * cs + i0 + rows];
+                // Rows already filled for this pair by the tiles.
+                let from = if q < tile_pairs { tile_rows } else { 0 };
+                if from == rows {
+                    continue;
+                }
+                let lo = &a[2 * q * cs + i0 + from..2 * q * cs + i0 + rows];
                 let hi = (2 * q + 1 < k)
-                    .then(|| &a[(2 * q + 1) * cs + i0..(2 * q + 1) * cs + i0 + rows]);
-                interleave(lo, hi, &mut run, &mut scratch);
+                    .then(|| &a[(2 * q + 1) * cs + i0 + from..(2 * q + 1) * cs + i0 + rows]);
+                let run = &mut run[..rows - from];
+                interleave(lo, hi, run, &mut scratch);
                 for (di, &v) in run.iter().enumerate() {
-                    chunk[di * kp + q] = v;
+                    chunk[(from + di) * kp + q] = v;
                 }
             }
         } else {
@@ -296,6 +305,80 @@ fn to_pairs(
         pairs.chunks_mut(rows_per * kp).enumerate().for_each(fill);
     }
     pairs
+}
+
+/// Fills the whole 16-row, 16-pair tiles of a transposed A's rows `i0..i0 + rows` (element (i,
+/// kk) at `a[i + kk * cs]`) into `chunk` (rows of `kp` pairs) where the CPU has AVX512-BF16, and
+/// returns how many rows and pairs they cover (both 0 elsewhere); values are those of
+/// [`interleave`].
+fn transposed_tiles(
+    a: &[f32],
+    cs: usize,
+    (i0, rows): (usize, usize),
+    k: usize,
+    chunk: &mut [u32],
+    kp: usize,
+) -> (usize, usize) {
+    // Only pairs whose both halves exist (an odd k's last pair is left to the caller).
+    let (tile_rows, tile_pairs) = (rows / 16 * 16, k / 2 / 16 * 16);
+    #[cfg(target_arch = "x86_64")]
+    if super::has_bf16_kernel() && tile_rows > 0 && tile_pairs > 0 {
+        assert!((2 * tile_pairs - 1) * cs + i0 + tile_rows <= a.len());
+        assert!((tile_rows - 1) * kp + tile_pairs <= chunk.len());
+        // SAFETY: the CPU has AVX-512F and AVX512-BF16 (checked); the asserts bound every read
+        // (rows i0..i0+tile_rows of k rows 0..2*tile_pairs) and write.
+        unsafe { avx512_tiles::fill(a, cs, i0, (tile_rows, tile_pairs), chunk, kp) };
+        return (tile_rows, tile_pairs);
+    }
+    let _ = (a, cs, i0, chunk, kp);
+    (0, 0)
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx512_tiles {
+    use std::arch::x86_64::*;
+
+    /// # Safety
+    /// AVX-512F and AVX512-BF16; `a` holds rows 0..2 * pairs of stride `cs` from `i0` to
+    /// `i0 + rows`; `chunk` holds `rows` rows of stride `kp` with `pairs` pairs each; `rows` and
+    /// `pairs` are multiples of 16.
+    #[target_feature(enable = "avx512f,avx512bf16")]
+    pub(super) unsafe fn fill(
+        a: &[f32],
+        cs: usize,
+        i0: usize,
+        (rows, pairs): (usize, usize),
+        chunk: &mut [u32],
+        kp: usize,
+    ) {
+        // tile[q][i]: pair q of row i; read back by columns with one gather per row.
+        let mut tile = [0u32; 256];
+        let column = _mm512_setr_epi32(
+            0, 16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240,
+        );
+        let src = a.as_ptr();
+        let dst = chunk.as_mut_ptr();
+        for q0 in (0..pairs).step_by(16) {
+            for r0 in (0..rows).step_by(16) {
+                for q in 0..16 {
+                    let kk = 2 * (q0 + q);
+                    let lo = _mm512_loadu_ps(src.add(kk * cs + i0 + r0));
+                    let hi = _mm512_loadu_ps(src.add((kk + 1) * cs + i0 + r0));
+                    let lo: __m256i = std::mem::transmute(_mm512_cvtneps_pbh(lo));
+                    let hi: __m256i = std::mem::transmute(_mm512_cvtneps_pbh(hi));
+                    let pair = _mm512_or_si512(
+                        _mm512_cvtepu16_epi32(lo),
+                        _mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(hi)),
+                    );
+                    _mm512_storeu_si512(tile.as_mut_ptr().add(16 * q).cast(), pair);
+                }
+                for i in 0..16 {
+                    let row = _mm512_i32gather_epi32::<4>(column, tile.as_ptr().add(i).cast());
+                    _mm512_storeu_si512(dst.add((r0 + i) * kp + q0).cast(), row);
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -383,6 +466,28 @@ mod tests {
             let bw: Vec<f32> = b.iter().flat_map(|&x| [x, 9.0]).collect();
             let generic = pack(&bw, (2 * k, 2)).unwrap();
             assert_eq!(generic.matmul(&a, m).unwrap(), want);
+        }
+    }
+
+    #[test]
+    fn a_transposed_a_gives_the_bits_of_a_row_major_one_in_whole_tiles_and_tails() {
+        // Rows past one 64-row task and not a multiple of 16, k with whole 32-k tiles, a
+        // partial one and an odd last pair.
+        let transpose = |x: &[f32], r: usize, c: usize| -> Vec<f32> {
+            (0..r * c).map(|i| x[(i % r) * c + i / r]).collect()
+        };
+        for &(m, k, n) in &[(150, 71, 20), (64, 64, 48), (33, 96, 5)] {
+            let (a, b) = (data(m * k, 9), data(n * k, 10));
+            let at = transpose(&a, m, k);
+            for kernel in kernels() {
+                let p = Bf16Panels::pack_for(kernel, &b, (n, k), (k, 1)).unwrap();
+                let want = p.matmul(&a, m).unwrap();
+                assert_eq!(
+                    p.matmul_strided(&at, m, (1, m)).unwrap(),
+                    want,
+                    "{kernel:?}"
+                );
+            }
         }
     }
 
