@@ -392,6 +392,11 @@ mod tests {
             .collect()
     }
 
+    /// The row-major transpose of a row-major [r, c] matrix.
+    fn transpose(x: &[f32], r: usize, c: usize) -> Vec<f32> {
+        (0..r * c).map(|i| x[(i % r) * c + i / r]).collect()
+    }
+
     /// A [m, k] . B^T summed in f64 over the operands rounded to bf16: what the kernel computes
     /// up to the order of f32 additions.
     fn reference(a: &[f32], b: &[f32], (m, k, n): (usize, usize, usize)) -> Vec<f64> {
@@ -449,9 +454,6 @@ mod tests {
     fn every_layout_of_the_operands_gives_the_same_bits() {
         let (m, k, n) = (19, 41, 70);
         let (a, b) = (data(m * k, 3), data(n * k, 4));
-        let transpose = |x: &[f32], r: usize, c: usize| -> Vec<f32> {
-            (0..r * c).map(|i| x[(i % r) * c + i / r]).collect()
-        };
         for kernel in kernels() {
             let pack = |src: &[f32], strides| Bf16Panels::pack_for(kernel, src, (n, k), strides);
             let want = pack(&b, (k, 1)).unwrap().matmul(&a, m).unwrap();
@@ -473,9 +475,6 @@ mod tests {
     fn a_transposed_a_gives_the_bits_of_a_row_major_one_in_whole_tiles_and_tails() {
         // Rows past one 64-row task and not a multiple of 16, k with whole 32-k tiles, a
         // partial one and an odd last pair.
-        let transpose = |x: &[f32], r: usize, c: usize| -> Vec<f32> {
-            (0..r * c).map(|i| x[(i % r) * c + i / r]).collect()
-        };
         for &(m, k, n) in &[(150, 71, 20), (64, 64, 48), (33, 96, 5)] {
             let (a, b) = (data(m * k, 9), data(n * k, 10));
             let at = transpose(&a, m, k);
