@@ -1,7 +1,8 @@
 //! GFLOP/s of the products the model runs, on its shapes: candle's f32 matmul (gemm), the f32
 //! packed kernel, and each bf16 kernel this CPU runs (AMX tiles, AVX512-BF16; weights packed
-//! once, as in generation), then the best one packed per call, as in training. One run, side by
-//! side; the ratios are the figures.
+//! once, as in generation), then the best one packed per call, as in training; then a LoRA
+//! adapter's rank-16 products, ours against gemm. One run, side by side; the ratios are the
+//! figures.
 //!
 //! Usage: bench_matmul [REPEATS=5]
 
@@ -108,6 +109,63 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             gflop / t_pf,
             once.join(" | "),
             gflop / t_pc
+        );
+    }
+    low_rank(reps)
+}
+
+/// A rank-16 LoRA adapter's seven f32 products per projection (forward and backward, as
+/// `lora_linear` runs them) on the GRPO-shaped step's 704 rows: ours (`LowRank`) against the
+/// same products through candle's matmul (gemm), which ran them before.
+fn low_rank(reps: usize) -> Result<(), Box<dyn std::error::Error>> {
+    use quester_model::ops::LowRank;
+    let (rows, r, dev) = (704, 16, Device::Cpu);
+    println!("LoRA r {r}, {rows} rows, 7 products | gemm (candle matmul) | ours | ours/gemm time");
+    for &(inp, out) in &[(576, 576), (576, 192), (576, 1536), (1536, 576)] {
+        let (x, g) = (data(rows * inp, 3), data(rows * out, 4));
+        let (a, b) = (data(r * inp, 5), data(out * r, 6));
+        let gflop = 2.0 * (rows * r * (4 * inp + 3 * out)) as f64 / 1e9;
+        let t = |v: &[f32], s: (usize, usize)| Tensor::from_slice(v, s, &dev);
+        let (xt, gt, at, bt) = (
+            t(&x, (rows, inp))?,
+            t(&g, (rows, out))?,
+            t(&a, (r, inp))?,
+            t(&b, (out, r))?,
+        );
+        let (a_t, b_t) = (at.t()?.contiguous()?, bt.t()?.contiguous()?);
+        let (a_tv, b_tv) = (
+            a_t.flatten_all()?.to_vec1::<f32>()?,
+            b_t.flatten_all()?.to_vec1::<f32>()?,
+        );
+        let t_gemm = best(reps, || {
+            let run = || -> candle_core::Result<()> {
+                let u = xt.matmul(&a_t)?; // forward: x A^T, then (x A^T) B^T
+                let _y = u.matmul(&b_t)?;
+                let gb = gt.matmul(&bt)?; // backward: g B, x A^T again, (g B) A, (g B)^T x, g^T u
+                let u = xt.matmul(&a_t)?;
+                let _dx = gb.matmul(&at)?;
+                let _da = gb.t()?.matmul(&xt)?;
+                let _db = gt.t()?.matmul(&u)?;
+                Ok(())
+            };
+            run().expect("matmul");
+        });
+        let mut y = vec![0f32; rows * out];
+        let mut dx = vec![0f32; rows * inp];
+        let t_ours = best(reps, || {
+            let u = f32::x_m(&x, &a_tv, rows, inp, r);
+            f32::acc_u_m(&mut y, &u, &b_tv, rows, r, 2.0);
+            let gb = f32::x_m(&g, &b, rows, out, r);
+            let u = f32::x_m(&x, &a_tv, rows, inp, r);
+            f32::acc_u_m(&mut dx, &gb, &a, rows, r, 2.0);
+            let _da = f32::xt_v(&x, &gb, rows, inp, r, 2.0);
+            let _db = f32::xt_v(&g, &u, rows, out, r, 2.0);
+        });
+        println!(
+            "{inp} -> {out} | {:.0} GFLOP/s | {:.0} GFLOP/s | {:.2}",
+            gflop / t_gemm,
+            gflop / t_ours,
+            t_ours / t_gemm
         );
     }
     Ok(())

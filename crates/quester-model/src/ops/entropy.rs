@@ -17,16 +17,24 @@ pub fn softmax_entropy(logits: &Tensor) -> Result<Tensor> {
 struct SoftmaxEntropy;
 struct SoftmaxEntropyBwd;
 
+/// Stack chunk for the exponentials: the rows are borrowed and the vocabulary is large.
+const EXP_CHUNK: usize = 512;
+
 /// (log-sum-exp, entropy) of one row.
 fn row_stats<T: Float>(row: &[T]) -> (T, T) {
     let m = row
         .iter()
         .fold(T::neg_infinity(), |a, &b| num_traits::Float::max(a, b));
     let (mut s, mut sz) = (T::zero(), T::zero());
-    for &z in row {
-        let e = (z - m).exp();
-        s += e;
-        sz += e * z;
+    let mut buf = [T::zero(); EXP_CHUNK];
+    for z in row.chunks(EXP_CHUNK) {
+        let e = &mut buf[..z.len()];
+        e.copy_from_slice(z);
+        T::exp_shifted(e, m);
+        for (&e, &z) in e.iter().zip(z) {
+            s += e;
+            sz += e * z;
+        }
     }
     let lse = m + s.ln();
     // H = lse - E_p[z]
@@ -48,9 +56,11 @@ fn bwd<T: Float>(x: &[T], g: &[T], v: usize) -> Vec<T> {
     let body = |(n, o): (usize, &mut [T])| {
         let row = &x[n * v..(n + 1) * v];
         let (lse, h) = row_stats(row);
+        // o = p first (one vector pass), then -g p (ln p + H).
+        o.copy_from_slice(row);
+        T::exp_shifted(o, lse);
         for (oi, &z) in o.iter_mut().zip(row) {
-            let logp = z - lse;
-            *oi = -g[n] * logp.exp() * (logp + h);
+            *oi = -g[n] * *oi * (z - lse + h);
         }
     };
     if x.len() >= PAR_MIN {

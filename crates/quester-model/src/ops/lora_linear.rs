@@ -7,7 +7,8 @@
 //! the graph keeps only x, A and B; the backward pass recomputes the rank-r `x A^T`.
 
 use super::bf16_linear::FrozenBf16;
-use super::gemm::{mm_scaled, product};
+use super::gemm::product;
+use super::low_rank::transpose;
 use super::{contiguous, Float};
 use crate::precision::Precision;
 use candle_core::{bail, CpuStorage, CustomOp3, DType, Layout, Result, Shape, Storage, Tensor};
@@ -121,16 +122,14 @@ fn run<T: Float>(
             row.iter_mut().zip(bias).for_each(|(v, &c)| *v += c);
         }
     }
-    let u = product((rows, r, inp), T::one(), (x, (inp, 1)), (a, (1, inp)));
-    mm_scaled(
-        (rows, out, r),
+    let u = T::x_m(x, &transpose(a, r, inp), rows, inp, r);
+    T::acc_u_m(
         &mut y,
-        out,
-        true,
+        &u,
+        &transpose(b, out, r),
+        rows,
+        r,
         T::from_f64(scale),
-        (&u, (r, 1)),
-        (b, (1, r)),
-        true,
     );
     y
 }
@@ -255,8 +254,8 @@ fn grad_times_w<T: Float>(g: &[T], w: &[T], rows: usize, out: usize, inp: usize)
 }
 
 /// The three gradients of `y = x W^T + s (x A^T) B^T` from `g` = dL/dy and `gw` = g W (the
-/// base's input gradient, computed by the caller in its precision), as four multi-threaded
-/// products on host slices with the scale folded into them:
+/// base's input gradient, computed by the caller in its precision), as the low-rank products of
+/// [`LowRank`](super::low_rank::LowRank) on host slices with the scale folded into them:
 ///   dx = gw + s (g B) A,  dA = s (g B)^T x,  dB = s g^T (x A^T).
 /// In place of the tensor-op form this replaces (three more [rows, inp] tensors per projection
 /// and two single-threaded elementwise passes over them).
@@ -271,20 +270,11 @@ fn backward<T: Float>(
 ) -> (Vec<T>, Vec<T>, Vec<T>) {
     let s = T::from_f64(scale);
     // gb = g B [rows, r]; u = x A^T [rows, r] (recomputed: cheaper than keeping it).
-    let gb = product((rows, r, out), T::one(), (g, (out, 1)), (b, (r, 1)));
-    let u = product((rows, r, inp), T::one(), (x, (inp, 1)), (a, (1, inp)));
-    mm_scaled(
-        (rows, inp, r),
-        &mut dx,
-        inp,
-        true,
-        s,
-        (&gb, (r, 1)),
-        (a, (inp, 1)),
-        true,
-    );
-    let da = product((r, inp, rows), s, (&gb, (1, r)), (x, (inp, 1)));
-    let db = product((out, r, rows), s, (g, (1, out)), (&u, (r, 1)));
+    let gb = T::x_m(g, b, rows, out, r);
+    let u = T::x_m(x, &transpose(a, r, inp), rows, inp, r);
+    T::acc_u_m(&mut dx, &gb, a, rows, r, s);
+    let da = transpose(&T::xt_v(x, &gb, rows, inp, r, s), inp, r);
+    let db = T::xt_v(g, &u, rows, out, r, s);
     (dx, da, db)
 }
 
@@ -374,24 +364,27 @@ mod tests {
             f32(randn((40, 48))),
             f32(Tensor::randn(0f64, 1.0, 40, &Device::Cpu).unwrap()),
         );
-        let a = Var::from_tensor(&f32(randn((4, 48)))).unwrap();
-        let b = Var::from_tensor(&f32(randn((40, 4)))).unwrap();
         let xv = Var::from_tensor(&x).unwrap();
         let proj = f32(randn((70, 40)));
         let grads = |y: Tensor| (y * &proj).unwrap().sum_all().unwrap().backward().unwrap();
-        let want = grads(unfused(&xv, &w, &bias, &a, &b, 2.0));
-        for (precision, tol) in [(Precision::F32, 1e-5), (Precision::Bf16, 2e-2)] {
-            let got = grads(lora_linear(&xv, &w, Some(&bias), &a, &b, 2.0, precision).unwrap());
-            for v in [xv.as_tensor(), a.as_tensor(), b.as_tensor()] {
-                let (g, e) = (got.get(v).unwrap(), want.get(v).unwrap());
-                let err = (crate::ops::test_util::max_abs_diff(g, e) as f64)
-                    / (e.abs()
-                        .unwrap()
-                        .max_all()
-                        .unwrap()
-                        .to_scalar::<f32>()
-                        .unwrap() as f64);
-                assert!(err < tol, "{precision:?}: relative error {err}");
+        // Rank 4 runs gemm's products, rank 16 the low-rank kernels (on CPUs with AVX-512).
+        for r in [4, 16] {
+            let a = Var::from_tensor(&f32(randn((r, 48)))).unwrap();
+            let b = Var::from_tensor(&f32(randn((40, r)))).unwrap();
+            let want = grads(unfused(&xv, &w, &bias, &a, &b, 2.0));
+            for (precision, tol) in [(Precision::F32, 1e-5), (Precision::Bf16, 2e-2)] {
+                let got = grads(lora_linear(&xv, &w, Some(&bias), &a, &b, 2.0, precision).unwrap());
+                for v in [xv.as_tensor(), a.as_tensor(), b.as_tensor()] {
+                    let (g, e) = (got.get(v).unwrap(), want.get(v).unwrap());
+                    let err = (crate::ops::test_util::max_abs_diff(g, e) as f64)
+                        / (e.abs()
+                            .unwrap()
+                            .max_all()
+                            .unwrap()
+                            .to_scalar::<f32>()
+                            .unwrap() as f64);
+                    assert!(err < tol, "rank {r}, {precision:?}: relative error {err}");
+                }
             }
         }
     }

@@ -39,6 +39,7 @@ mod gemm;
 mod gemv;
 mod logprob;
 mod lora_linear;
+mod low_rank;
 mod packed_matmul;
 mod portable;
 mod rms_norm;
@@ -54,6 +55,7 @@ pub use entropy::softmax_entropy;
 pub use frozen_matmul::{frozen_matmul, frozen_matmul_with};
 pub use logprob::gather_log_softmax;
 pub use lora_linear::{lora_linear, lora_linear_packed};
+pub use low_rank::LowRank;
 pub use packed_matmul::PackedMatrix;
 pub use portable::with_portable_ops;
 pub(crate) use portable::{matmul_t as portable_matmul_t, wanted as portable_wanted};
@@ -75,6 +77,7 @@ pub(crate) trait Float:
     + std::ops::MulAssign
     + gemv::Dot
     + vexp::ExpSlice
+    + low_rank::LowRank
 {
 }
 impl Float for f32 {}

@@ -17,16 +17,22 @@ struct SwiGluBwd;
 
 const CHUNK: usize = 4096;
 
-fn sigmoid<T: Float>(x: T) -> T {
-    T::one() / (T::one() + (-x).exp())
+/// `out[i] <- sigmoid(g[i])`, the exponentials a slice at a time (the scalar `exp` was most of
+/// this op).
+fn sigmoid_into<T: Float>(g: &[T], out: &mut [T]) {
+    out.iter_mut().zip(g).for_each(|(o, &x)| *o = -x);
+    T::exp_shifted(out, T::zero());
+    out.iter_mut().for_each(|o| *o = T::one() / (T::one() + *o));
 }
 
 fn fwd<T: Float>(g: &[T], u: &[T]) -> Vec<T> {
     let mut out = vec![T::zero(); g.len()];
     let body = |(k, o): (usize, &mut [T])| {
-        for (i, oi) in o.iter_mut().enumerate() {
-            let j = k * CHUNK + i;
-            *oi = g[j] * sigmoid(g[j]) * u[j];
+        let at = k * CHUNK..k * CHUNK + o.len();
+        let (g, u) = (&g[at.clone()], &u[at]);
+        sigmoid_into(g, o);
+        for ((oi, &gi), &ui) in o.iter_mut().zip(g).zip(u) {
+            *oi = gi * *oi * ui;
         }
     };
     if g.len() >= PAR_MIN {
@@ -43,12 +49,14 @@ fn bwd<T: Float>(g: &[T], u: &[T], dy: &[T]) -> Vec<T> {
     let mut out = vec![T::zero(); 2 * n];
     let (dg, du) = out.split_at_mut(n);
     let body = |(k, (a, b)): (usize, (&mut [T], &mut [T]))| {
+        let at = k * CHUNK..k * CHUNK + a.len();
+        let (g, u, dy) = (&g[at.clone()], &u[at.clone()], &dy[at]);
+        // a holds sigmoid(g) until it is overwritten by d_gate.
+        sigmoid_into(g, a);
         for i in 0..a.len() {
-            let j = k * CHUNK + i;
-            let s = sigmoid(g[j]);
-            let silu = g[j] * s;
-            a[i] = dy[j] * u[j] * s * (T::one() + g[j] * (T::one() - s));
-            b[i] = dy[j] * silu;
+            let s = a[i];
+            a[i] = dy[i] * u[i] * s * (T::one() + g[i] * (T::one() - s));
+            b[i] = dy[i] * g[i] * s;
         }
     };
     if n >= PAR_MIN {
