@@ -129,30 +129,64 @@ fn block_probs<T: Float>(
 ) {
     let (d, kn) = (geo.d, hi - lo);
     mm((qb, kn, d), p, kn, false, q_rows, (d, 1), k_rows, (1, d));
+    // Causality cuts each row at a position, so the keys after it are a range set to zero;
+    // the mask is read key by key only when it has holes in this block (left padding is
+    // already cut off by `lo`). The row's passes are then plain slice loops.
+    let keys = &mask[lo..hi];
+    let holes = keys.contains(&0);
     for i in 0..qb {
         let qpos = geo.past + t0 + i;
         let row = &mut p[i * kn..(i + 1) * kn];
-        let visible = |j: usize| lo + j <= qpos && mask[lo + j] != 0;
-        let mut mx = T::neg_infinity();
-        for (j, &x) in row.iter().enumerate() {
-            if visible(j) && x > mx {
-                mx = x;
+        let seen = (qpos + 1).saturating_sub(lo).min(kn);
+        let (live, after) = row.split_at_mut(seen);
+        after.fill(T::zero());
+        if holes {
+            for (x, &m) in live.iter_mut().zip(keys) {
+                if m == 0 {
+                    *x = T::neg_infinity(); // e^-inf = 0
+                }
             }
         }
+        let mx = lane_max(live);
         if mx == T::neg_infinity() {
-            row.iter_mut().for_each(|x| *x = T::zero());
+            live.fill(T::zero());
             continue;
         }
-        for (j, x) in row.iter_mut().enumerate() {
-            if !visible(j) {
-                *x = T::neg_infinity(); // e^-inf = 0
-            }
-        }
-        T::exp_shifted(row, mx);
-        let sum: T = row.iter().copied().sum();
-        let inv = T::one() / sum;
-        row.iter_mut().for_each(|x| *x *= inv);
+        T::exp_shifted(live, mx);
+        let inv = T::one() / lane_sum(live);
+        live.iter_mut().for_each(|x| *x *= inv);
     }
+}
+
+/// Lanes of the reductions below: independent partial results the compiler keeps in one
+/// vector register (a single running max or sum is a serial chain).
+const LANES: usize = 16;
+
+/// The largest element (-inf for an empty slice or one of -infs only; NaNs are skipped).
+fn lane_max<T: Float>(x: &[T]) -> T {
+    let mut m = [T::neg_infinity(); LANES];
+    let chunks = x.chunks_exact(LANES);
+    let tail = chunks.remainder();
+    for c in chunks {
+        for (a, &b) in m.iter_mut().zip(c) {
+            *a = if b > *a { b } else { *a };
+        }
+    }
+    tail.iter()
+        .chain(&m)
+        .fold(T::neg_infinity(), |a, &b| if b > a { b } else { a })
+}
+
+fn lane_sum<T: Float>(x: &[T]) -> T {
+    let mut s = [T::zero(); LANES];
+    let chunks = x.chunks_exact(LANES);
+    let tail = chunks.remainder();
+    for c in chunks {
+        for (a, &b) in s.iter_mut().zip(c) {
+            *a += b;
+        }
+    }
+    tail.iter().chain(&s).copied().sum()
 }
 
 /// The key range [lo, hi) of query rows t0..t1 of a batch row whose first real key is `first`.
@@ -253,7 +287,7 @@ fn backward<T: Float>(
                 );
                 for i in 0..qb {
                     let (pr, dr) = (&p[i * kn..(i + 1) * kn], &mut ds[i * kn..(i + 1) * kn]);
-                    let di: T = pr.iter().zip(dr.iter()).map(|(&a, &b)| a * b).sum();
+                    let di = T::dot(pr, dr);
                     for (x, &pp) in dr.iter_mut().zip(pr) {
                         *x = pp * (*x - di);
                     }
