@@ -8,7 +8,7 @@
 //! its position (causality) are skipped, not masked, so the causal half is never computed.
 
 use super::gemm::mm;
-use super::{contiguous, Float};
+use super::{contiguous, host, Float};
 use candle_core::{bail, CpuStorage, CustomOp3, Layout, Result, Shape, Tensor, WithDType};
 use rayon::prelude::*;
 use std::sync::Arc;
@@ -482,17 +482,27 @@ impl CustomOp3 for Attention {
                 super::portable::causal_attention_backward(q, k, v, &self.mask, self.past, grad)?;
             return Ok((Some(dq), Some(dk), Some(dv)));
         }
-        let (k, v) = (k.contiguous()?, v.contiguous()?);
-        let geo = self.geom(q.layout(), k.layout())?;
+        // Borrowed, not copied: each is contiguous from its own start, so the key/value rows
+        // begin at 0 of their slices (unlike the forward, which reads k and v in place).
+        let (q, k, v, grad) = (
+            q.contiguous()?,
+            k.contiguous()?,
+            v.contiguous()?,
+            grad.contiguous()?,
+        );
+        let geo = Geom {
+            kv_start: 0,
+            ..self.geom(q.layout(), k.layout())?
+        };
         let dev = q.device();
+        let guards = [&q, &k, &v, &grad].map(|t| t.storage_and_layout().0);
         macro_rules! run {
             ($t:ty) => {{
-                let host = |x: &Tensor| x.flatten_all()?.to_vec1::<$t>();
                 let (dq, dk, dv) = backward(
-                    &host(q)?,
-                    &host(&k)?,
-                    &host(&v)?,
-                    &host(grad)?,
+                    host::<$t>(&q, &guards[0])?,
+                    host::<$t>(&k, &guards[1])?,
+                    host::<$t>(&v, &guards[2])?,
+                    host::<$t>(&grad, &guards[3])?,
                     geo,
                     &self.mask,
                 );

@@ -9,9 +9,9 @@
 use super::bf16_linear::FrozenBf16;
 use super::gemm::product;
 use super::low_rank::transpose;
-use super::{contiguous, Float};
+use super::{contiguous, host, Float};
 use crate::precision::Precision;
-use candle_core::{bail, CpuStorage, CustomOp3, DType, Layout, Result, Shape, Storage, Tensor};
+use candle_core::{bail, CpuStorage, CustomOp3, DType, Layout, Result, Shape, Tensor};
 use std::sync::Arc;
 
 /// `x` [rows, in], frozen `w` [out, in] and `bias` [out], adapter `a` [r, in] and `b` [out, r].
@@ -97,13 +97,6 @@ struct LoraLinear {
     scale: f64,
     /// The products with W in bf16 (f32 tensors only).
     bf16: bool,
-}
-
-fn host<'a, T: Float>(t: &Tensor, guard: &'a Storage) -> Result<&'a [T]> {
-    let Storage::Cpu(s) = guard else {
-        bail!("lora linear: CPU tensors expected")
-    };
-    contiguous::<T>(s, t.layout())
 }
 
 /// y = base (+ bias) + scale (x A^T) B^T, with `base` = x W^T already computed.

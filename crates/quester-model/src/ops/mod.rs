@@ -64,7 +64,7 @@ pub use rope::{rope, rope_tables};
 pub use softmax::softmax_last_dim;
 pub use swiglu::swiglu;
 
-use candle_core::{bail, CpuStorage, Layout, Result, WithDType};
+use candle_core::{bail, CpuStorage, Layout, Result, Storage, Tensor, WithDType};
 
 /// Float element types the kernels are written for.
 pub(crate) trait Float:
@@ -90,6 +90,15 @@ pub(crate) fn contiguous<'a, T: WithDType>(s: &'a CpuStorage, l: &Layout) -> Res
         Some((a, b)) => Ok(&data[a..b]),
         None => bail!("custom op needs a contiguous input"),
     }
+}
+
+/// The data of a contiguous CPU tensor, borrowed from its storage (`guard`, from
+/// `t.storage_and_layout()`), for a custom op's backward pass.
+pub(crate) fn host<'a, T: WithDType>(t: &Tensor, guard: &'a Storage) -> Result<&'a [T]> {
+    let Storage::Cpu(s) = guard else {
+        bail!("custom op: CPU tensors expected")
+    };
+    contiguous::<T>(s, t.layout())
 }
 
 /// Rows below this many elements in total are processed on the calling thread.
