@@ -385,16 +385,12 @@ mod avx512_tiles {
 mod tests {
     use super::super::round_to_bf16;
     use super::*;
+    use crate::ops::low_rank::transpose;
 
     fn data(n: usize, seed: usize) -> Vec<f32> {
         (0..n)
             .map(|i| ((((i * 7919 + seed * 104729) % 2003) as f32 / 2003.0) - 0.5) * 3.0)
             .collect()
-    }
-
-    /// The row-major transpose of a row-major [r, c] matrix.
-    fn transpose(x: &[f32], r: usize, c: usize) -> Vec<f32> {
-        (0..r * c).map(|i| x[(i % r) * c + i / r]).collect()
     }
 
     /// A [m, k] . B^T summed in f64 over the operands rounded to bf16: what the kernel computes
