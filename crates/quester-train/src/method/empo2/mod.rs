@@ -18,6 +18,7 @@
 //! GRPO's over each rollout's summed reward (`algorithm.advantage.signal = "trial_score"`). Evaluation
 //! never sees tips. The memory is saved in every checkpoint.
 
+pub mod embedding;
 pub mod memory;
 pub mod tips;
 
@@ -34,6 +35,7 @@ use crate::policy::{ChatMessage, GenRequest, SamplingParams};
 use crate::rng::{derive, purpose};
 use crate::rollout::{RolloutSpec, TrialRequest, TurnContext};
 use crate::sample::{OldLogprobs, Sample, SampleKind, SampleRole, Trial};
+use embedding::CachedEmbedder;
 use memory::{Embedder, MemoryEntry, TipMemory};
 use quester_algos::AdvantageConfig;
 use tips::Mode;
@@ -187,7 +189,7 @@ struct StepStats {
 /// See the module doc.
 pub struct Empo2 {
     common: Common,
-    embedder: CachedEmbedder,
+    embedder: Arc<CachedEmbedder>,
     memory: TipMemory,
     /// The step's guided turns, recorded by the hook (which sees the method by `&self`).
     guided: Mutex<HashMap<TurnKey, Guided>>,
@@ -197,27 +199,24 @@ pub struct Empo2 {
 }
 
 impl Empo2 {
-    /// Builds the method with the embedding model of `empo2.embedding_model`.
+    /// Builds the method with the embedding model of `empo2.embedding_model`, loaded once per
+    /// process and shared, with its cache, by every run ([`embedding::shared`]).
     pub fn new(common: Common) -> Result<Self, TrainError> {
         validate(&common.cfg)?;
-        let path = &common.cfg.empo2.embedding_model;
-        let encoder = if path.is_empty() {
-            quester_embed::SentenceEncoder::load_default()?
-        } else {
-            quester_embed::SentenceEncoder::from_dir(std::path::Path::new(path))?
-        };
-        Self::with_embedder(common, Arc::new(encoder))
+        let embedder = embedding::shared(&common.cfg.empo2.embedding_model)?;
+        Self::build(common, embedder)
     }
 
-    /// Builds the method with an embedder of the caller's (one model shared by several runs).
+    /// Builds the method with an embedder of the caller's, behind a cache of this run's own.
     pub fn with_embedder(common: Common, embedder: Arc<dyn Embedder>) -> Result<Self, TrainError> {
         validate(&common.cfg)?;
+        Self::build(common, Arc::new(CachedEmbedder::new(embedder)))
+    }
+
+    fn build(common: Common, embedder: Arc<CachedEmbedder>) -> Result<Self, TrainError> {
         Ok(Self {
             common,
-            embedder: CachedEmbedder {
-                inner: embedder,
-                cache: Mutex::new(HashMap::new()),
-            },
+            embedder,
             memory: TipMemory::new(),
             guided: Mutex::new(HashMap::new()),
             tip_free: HashMap::new(),
@@ -351,48 +350,6 @@ fn tip_free_prompt(s: &Sample, guided: &HashMap<TurnKey, Guided>) -> String {
             .unwrap_or(&s.prompt)
             .to_string(),
         None => s.prompt.clone(),
-    }
-}
-
-/// Most embeddings a run keeps (a state seen again is not embedded again); past this the
-/// cache starts over.
-const EMBED_CACHE_CAP: usize = 50_000;
-
-/// Embeds texts one at a time through a cache. One at a time, because a text's vector then
-/// depends on the text alone (a batch pads it to its longest member, which changes the float
-/// sums): a cached vector is bitwise the one a fresh call gives, so a resumed run with an empty
-/// cache embeds exactly as the uninterrupted one did. On a CPU, batching buys nothing here
-/// (measured: 11.4 vs 11.7 prompts/s).
-struct CachedEmbedder {
-    inner: Arc<dyn Embedder>,
-    cache: Mutex<HashMap<String, Vec<f32>>>,
-}
-
-impl CachedEmbedder {
-    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, TrainError> {
-        let mut cache = self
-            .cache
-            .lock()
-            .map_err(|_| TrainError::Policy("EMPO2's embedding cache was poisoned".into()))?;
-        let mut out = Vec::with_capacity(texts.len());
-        for &t in texts {
-            if let Some(v) = cache.get(t) {
-                out.push(v.clone());
-                continue;
-            }
-            let mut v = self.inner.embed(&[t])?;
-            let Some(v) = v.pop().filter(|_| v.is_empty()) else {
-                return Err(TrainError::Policy(
-                    "the embedder did not return one vector for one text".into(),
-                ));
-            };
-            if cache.len() >= EMBED_CACHE_CAP {
-                cache.clear();
-            }
-            cache.insert(t.to_string(), v.clone());
-            out.push(v);
-        }
-        Ok(out)
     }
 }
 
