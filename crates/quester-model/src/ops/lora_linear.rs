@@ -4,15 +4,16 @@
 //! Written with candle ops, the adapter costs three [rows, out] tensors per projection kept for
 //! the backward pass (the low-rank product, its scaled copy, the sum) and a wasted weight-sized
 //! gradient of W; under LoRA that was more memory than the base model's own activations. Here
-//! the graph keeps only x, A and B; the backward pass recomputes the rank-r `x A^T`.
+//! the graph keeps x, A and B and the rank-r `x A^T` of the forward (rows x r floats, 64 bytes a
+//! row at r 16), which the backward pass would otherwise recompute with one more pass over x.
 
 use super::bf16_linear::FrozenBf16;
 use super::gemm::product;
 use super::low_rank::transpose;
 use super::{contiguous, host, Float};
 use crate::precision::Precision;
-use candle_core::{bail, CpuStorage, CustomOp3, DType, Layout, Result, Shape, Tensor};
-use std::sync::Arc;
+use candle_core::{bail, CpuStorage, CustomOp3, DType, Layout, Result, Shape, Tensor, WithDType};
+use std::sync::{Arc, Mutex};
 
 /// `x` [rows, in], frozen `w` [out, in] and `bias` [out], adapter `a` [r, in] and `b` [out, r].
 /// Differentiable in x, a and b. In bf16 `precision` the products with W (forward and the
@@ -84,6 +85,7 @@ fn lora_linear_on(
         bias: bias.map(|t| t.detach().contiguous()).transpose()?,
         scale,
         bf16,
+        u: Mutex::new(None),
     };
     x.contiguous()?
         .apply_op3(&a.contiguous()?, &b.contiguous()?, op)
@@ -97,9 +99,21 @@ struct LoraLinear {
     scale: f64,
     /// The products with W in bf16 (f32 tensors only).
     bf16: bool,
+    /// `x A^T` [rows, r] of the forward, for the backward (bit for bit what it would recompute).
+    u: Mutex<Option<CpuStorage>>,
 }
 
-/// y = base (+ bias) + scale (x A^T) B^T, with `base` = x W^T already computed.
+impl LoraLinear {
+    /// Keeps the forward's `x A^T` for the backward.
+    fn keep<T: Float>(&self, u: Vec<T>) {
+        if let Ok(mut kept) = self.u.lock() {
+            *kept = Some(T::to_cpu_storage_owned(u));
+        }
+    }
+}
+
+/// y = base (+ bias) + scale (x A^T) B^T, with `base` = x W^T already computed; also returns
+/// `x A^T`.
 #[allow(clippy::too_many_arguments)]
 fn run<T: Float>(
     x: &[T],
@@ -109,7 +123,7 @@ fn run<T: Float>(
     bias: Option<&[T]>,
     (rows, inp, out, r): (usize, usize, usize, usize),
     scale: f64,
-) -> Vec<T> {
+) -> (Vec<T>, Vec<T>) {
     if let Some(bias) = bias {
         for row in y.chunks_mut(out) {
             row.iter_mut().zip(bias).for_each(|(v, &c)| *v += c);
@@ -124,7 +138,7 @@ fn run<T: Float>(
         r,
         T::from_f64(scale),
     );
-    y
+    (y, u)
 }
 
 impl CustomOp3 for LoraLinear {
@@ -161,7 +175,8 @@ impl CustomOp3 for LoraLinear {
                 None => super::bf16_linear::x_wt(x, w, rows, inp, out)?,
             };
             let (a, b) = (contiguous::<f32>(s2, l2)?, contiguous::<f32>(s3, l3)?);
-            let y = run(x, a, b, base, bias, dims, self.scale);
+            let (y, u) = run(x, a, b, base, bias, dims, self.scale);
+            self.keep(u);
             return Ok((CpuStorage::F32(y), Shape::from((rows, out))));
         }
         let y = by_float!(s1, "lora linear", |T| {
@@ -171,7 +186,7 @@ impl CustomOp3 for LoraLinear {
             };
             let x = contiguous::<T>(s1, l1)?;
             let base = super::frozen_matmul::x_wt(x, host::<T>(&self.w, &wg)?, rows, inp, out);
-            run(
+            let (y, u) = run(
                 x,
                 contiguous::<T>(s2, l2)?,
                 contiguous::<T>(s3, l3)?,
@@ -179,7 +194,9 @@ impl CustomOp3 for LoraLinear {
                 bias,
                 dims,
                 self.scale,
-            )
+            );
+            self.keep(u);
+            y
         });
         Ok((y, Shape::from((rows, out))))
     }
@@ -205,6 +222,8 @@ impl CustomOp3 for LoraLinear {
             self.w.storage_and_layout().0,
         );
         let dev = x.device();
+        let kept = self.u.lock().ok();
+        let kept = kept.as_ref().and_then(|k| k.as_ref());
         // `$gw` computes g W, the base's input gradient, in the op's precision.
         macro_rules! run {
             ($t:ty, $gw:expr) => {{
@@ -216,7 +235,11 @@ impl CustomOp3 for LoraLinear {
                     host::<$t>(&self.w, &wg)?,
                 );
                 let gw: Vec<$t> = $gw(gs, ws)?;
-                let (dx, da, db) = backward(xs, as_, bs, gs, gw, dims, self.scale);
+                // The forward's x A^T where it is there and fits, else recomputed.
+                let u = kept
+                    .and_then(|k| <$t>::cpu_storage_as_slice(k).ok())
+                    .filter(|u| u.len() == rows * r);
+                let (dx, da, db) = backward(xs, as_, bs, gs, (gw, u), dims, self.scale);
                 (
                     Tensor::from_vec(dx, (rows, inp), dev)?,
                     Tensor::from_vec(da, (r, inp), dev)?,
@@ -246,8 +269,9 @@ fn grad_times_w<T: Float>(g: &[T], w: &[T], rows: usize, out: usize, inp: usize)
     product((rows, inp, out), T::one(), (g, (out, 1)), (w, (inp, 1)))
 }
 
-/// The three gradients of `y = x W^T + s (x A^T) B^T` from `g` = dL/dy and `gw` = g W (the
-/// base's input gradient, computed by the caller in its precision), as the low-rank products of
+/// The three gradients of `y = x W^T + s (x A^T) B^T` from `g` = dL/dy, `gw` = g W (the base's
+/// input gradient, computed by the caller in its precision) and `u` = x A^T when the forward
+/// kept it (else recomputed here), as the low-rank products of
 /// [`LowRank`](super::low_rank::LowRank) on host slices with the scale folded into them:
 ///   dx = gw + s (g B) A,  dA = s (g B)^T x,  dB = s g^T (x A^T).
 /// In place of the tensor-op form this replaces (three more [rows, inp] tensors per projection
@@ -257,17 +281,24 @@ fn backward<T: Float>(
     a: &[T],
     b: &[T],
     g: &[T],
-    mut dx: Vec<T>,
+    (mut dx, u): (Vec<T>, Option<&[T]>),
     (rows, inp, out, r): (usize, usize, usize, usize),
     scale: f64,
 ) -> (Vec<T>, Vec<T>, Vec<T>) {
     let s = T::from_f64(scale);
-    // gb = g B [rows, r]; u = x A^T [rows, r] (recomputed: cheaper than keeping it).
+    // gb = g B [rows, r]; u = x A^T [rows, r].
     let gb = T::x_m(g, b, rows, out, r);
-    let u = T::x_m(x, &transpose(a, r, inp), rows, inp, r);
+    let recomputed;
+    let u = match u {
+        Some(u) => u,
+        None => {
+            recomputed = T::x_m(x, &transpose(a, r, inp), rows, inp, r);
+            &recomputed
+        }
+    };
     T::acc_u_m(&mut dx, &gb, a, rows, r, s);
     let da = transpose(&T::xt_v(x, &gb, rows, inp, r, s), inp, r);
-    let db = T::xt_v(g, &u, rows, out, r, s);
+    let db = T::xt_v(g, u, rows, out, r, s);
     (dx, da, db)
 }
 
@@ -326,6 +357,30 @@ mod tests {
                 .unwrap();
             assert!(err < 1e-3, "{dt:?}: {err}");
         }
+    }
+
+    /// The backward with the forward's `x A^T` and with it recomputed: the same bits (r 16
+    /// runs the AVX-512 kernels where the CPU has them).
+    #[test]
+    fn the_kept_low_rank_product_is_the_recomputed_one() {
+        let v = |n: usize, seed: usize| -> Vec<f32> {
+            (0..n)
+                .map(|i| (((i * 7919 + seed * 104_729) % 1009) as f32 / 1009.0) - 0.5)
+                .collect()
+        };
+        let (rows, inp, out, r) = (37, 70, 50, 16);
+        let (x, a, b, g, gw) = (
+            v(rows * inp, 1),
+            v(r * inp, 2),
+            v(out * r, 3),
+            v(rows * out, 4),
+            v(rows * inp, 5),
+        );
+        let u = <f32 as super::super::LowRank>::x_m(&x, &transpose(&a, r, inp), rows, inp, r);
+        let dims = (rows, inp, out, r);
+        let kept = backward(&x, &a, &b, &g, (gw.clone(), Some(&u)), dims, 2.0);
+        let recomputed = backward(&x, &a, &b, &g, (gw, None), dims, 2.0);
+        assert_eq!(kept, recomputed);
     }
 
     #[test]
