@@ -25,6 +25,7 @@ mod convert;
 mod kernel;
 mod panels;
 pub mod peak;
+mod pool;
 
 #[cfg(test)]
 pub(crate) use convert::round_to_bf16;

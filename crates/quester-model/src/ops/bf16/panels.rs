@@ -68,7 +68,7 @@ impl Bf16Panels {
         }
         check_bounds("B", src.len(), (n, k), (rs, cs))?;
         let kp = kernel.pair_stride(k);
-        let mut data = vec![0u32; n.div_ceil(PANEL) * kp * PANEL];
+        let mut data = super::pool::take(n.div_ceil(PANEL) * kp * PANEL);
         if kp > 0 {
             data.par_chunks_mut(kp * PANEL)
                 .enumerate()
@@ -178,6 +178,7 @@ impl Bf16Panels {
         // SAFETY: the tasks above wrote all m x n elements (every row block against every
         // panel, each kernel storing all `rows` x `cols` of its part).
         unsafe { y.set_len(m * n) };
+        super::pool::give(pairs);
         Ok(y)
     }
 
@@ -187,11 +188,25 @@ impl Bf16Panels {
     }
 }
 
-/// Panel `p` of B: columns p*48.. as [kp][48] pairs (pairs past k stay zero).
+impl Drop for Bf16Panels {
+    fn drop(&mut self) {
+        super::pool::give(std::mem::take(&mut self.data));
+    }
+}
+
+/// Panel `p` of B: columns p*48.. as [kp][48] pairs, zero past n and past k (`panel` may hold
+/// stale values: every element is written).
 fn pack_panel(src: &[f32], (n, k): (usize, usize), (rs, cs): Strides, p: usize, panel: &mut [u32]) {
     let kp = panel.len() / PANEL;
     let c0 = p * PANEL;
     let cols = (n - c0).min(PANEL);
+    let half = k.div_ceil(2);
+    panel[half * PANEL..].fill(0);
+    if cols < PANEL {
+        for row in panel[..half * PANEL].chunks_exact_mut(PANEL) {
+            row[cols..].fill(0);
+        }
+    }
     if cs == 1 {
         // Each column of the panel is a contiguous row of the source: convert it whole.
         let mut row = vec![0u16; 2 * kp];
@@ -238,14 +253,23 @@ fn to_pairs(
     (rs, cs): Strides,
     (padded, kp): (usize, usize),
 ) -> Vec<u32> {
-    let mut pairs = vec![0u32; padded * kp];
+    // Stale values: each task zeroes the padding of its rows (pairs past k, rows past m) and
+    // writes the rest.
+    let mut pairs = super::pool::take(padded * kp);
     // Rows per parallel task: a task's rows of pairs stay in cache while it fills them.
     let rows_per = 64;
     let parallel = m * k >= 1 << 16;
+    let half = k.div_ceil(2);
     let fill = |(c, chunk): (usize, &mut [u32])| {
         let i0 = c * rows_per;
         let rows = chunk.len() / kp;
         let rows = rows.min(m.saturating_sub(i0));
+        chunk[rows * kp..].fill(0);
+        if half < kp {
+            for row in chunk[..rows * kp].chunks_exact_mut(kp) {
+                row[half..].fill(0);
+            }
+        }
         if cs == 1 {
             for (di, dst) in chunk.chunks_exact_mut(kp).take(rows).enumerate() {
                 let i = i0 + di;
@@ -257,6 +281,10 @@ fn to_pairs(
                     std::slice::from_raw_parts_mut(dst.as_mut_ptr().cast::<u16>(), 2 * kp)
                 };
                 convert(&a[i * rs..i * rs + k], &mut halves[..k]);
+                if k % 2 == 1 {
+                    // The last pair's upper half (the buffer may hold a stale value there).
+                    halves[k] = 0;
+                }
             }
         } else if rs == 1 {
             // A is the transpose of a row-major matrix (a weight gradient's g^T): each k is a
@@ -442,6 +470,42 @@ mod tests {
                     .matmul(&a, m)
                     .unwrap();
                 assert_close(&y, &reference(&a, &b, (m, k, n)), k);
+            }
+        }
+    }
+
+    /// Buffers reused from the pool hold stale values; filled with NaN pairs beforehand, every
+    /// kernel and layout must still give the bits of fresh zeroed buffers (padding of k, of
+    /// rows and of the last panel's columns all rewritten).
+    #[test]
+    fn stale_pooled_buffers_change_nothing() {
+        let shapes = [(13, 37, 50), (21, 64, 100), (17, 101, 49), (40, 1100, 96)];
+        let run = |kernel, (m, k, n): (usize, usize, usize)| {
+            let (a, b) = (data(m * k, 7), data(n * k, 8));
+            let packed = Bf16Panels::pack_for(kernel, &b, (n, k), (k, 1)).unwrap();
+            let bt = Bf16Panels::pack_for(kernel, &transpose(&b, n, k), (n, k), (1, n)).unwrap();
+            let at = transpose(&a, m, k);
+            (
+                packed.matmul(&a, m).unwrap(),
+                bt.matmul_strided(&at, m, (1, m)).unwrap(),
+            )
+        };
+        for kernel in kernels() {
+            for shape in shapes {
+                // Fresh buffers on a new thread (its pool is empty), then stale NaN ones.
+                let fresh = std::thread::spawn(move || run(kernel, shape))
+                    .join()
+                    .unwrap();
+                let stale = std::thread::spawn(move || {
+                    for len in [1 << 10, 1 << 14, 1 << 16, 1 << 18] {
+                        super::super::pool::give(vec![0xffff_ffff; len]);
+                    }
+                    run(kernel, shape)
+                })
+                .join()
+                .unwrap();
+                assert_eq!(fresh, stale, "{kernel:?} {shape:?}");
+                assert!(fresh.0.iter().all(|v| v.is_finite()));
             }
         }
     }
