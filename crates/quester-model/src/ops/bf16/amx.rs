@@ -8,8 +8,10 @@
 //!
 //! Why this blocking: on the machines measured (Xeons under a hypervisor) a tile load of L1
 //! data costs about 22 ns and does not overlap the products (8 ns each at full issue), so the
-//! kernel is load-bound at roughly 400 GFLOP/s a thread against 2,100 on registers; the 2 x 2
-//! blocking of four accumulators measured no better, and this one keeps the panel layout.
+//! kernel is load-bound at roughly 400 GFLOP/s a thread against 2,100 on registers. A 2 x 2
+//! blocking (four accumulators, 32-column panels, L1-sized k chunks, the next A rows
+//! prefetched) did up to 1.6x this loop on cache-resident data but nothing in whole products or
+//! training steps (docs/performance.md, session 19), so this one keeps the panel layout.
 //!
 //! Linux hands out the 8 KiB of tile state only on request (`arch_prctl(ARCH_REQ_XCOMP_PERM)`),
 //! once per process; [`ready`] asks and says whether it was granted. Each thread loads the
