@@ -7,6 +7,7 @@ import time
 
 import torch
 
+# bench_matmul's shapes (bench/matmul.sh fails on one of these that bench_matmul lacks).
 SHAPES = [
     (32, 576, 1536),
     (32, 1536, 576),
