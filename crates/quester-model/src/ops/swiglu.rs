@@ -3,6 +3,7 @@
 use super::{contiguous, Float, PAR_MIN};
 use candle_core::{bail, CpuStorage, CustomOp2, CustomOp3, Layout, Result, Shape, Tensor};
 use rayon::prelude::*;
+use std::mem::MaybeUninit;
 
 /// `silu(gate) * up`, differentiable in both.
 pub fn swiglu(gate: &Tensor, up: &Tensor) -> Result<Tensor> {
@@ -18,45 +19,58 @@ struct SwiGluBwd;
 const CHUNK: usize = 4096;
 
 /// `out[i] <- sigmoid(g[i])`, the exponentials a slice at a time (the scalar `exp` was most of
-/// this op).
-fn sigmoid_into<T: Float>(g: &[T], out: &mut [T]) {
-    out.iter_mut().zip(g).for_each(|(o, &x)| *o = -x);
+/// this op). `out` may be uninitialised: its first pass writes every element, and the written
+/// slice is returned. Outputs are not zeroed first: a zeroed allocation is one more pass over
+/// the whole output, on one thread.
+fn sigmoid_into<'a, T: Float>(g: &[T], out: &'a mut [MaybeUninit<T>]) -> &'a mut [T] {
+    assert_eq!(g.len(), out.len(), "swiglu: chunk lengths");
+    out.iter_mut().zip(g).for_each(|(o, &x)| {
+        o.write(-x);
+    });
+    // SAFETY: every element was written just above, and MaybeUninit<T> has T's layout.
+    let out = unsafe { &mut *(out as *mut [MaybeUninit<T>] as *mut [T]) };
     T::exp_shifted(out, T::zero());
     out.iter_mut().for_each(|o| *o = T::one() / (T::one() + *o));
+    out
 }
 
 fn fwd<T: Float>(g: &[T], u: &[T]) -> Vec<T> {
-    let mut out = vec![T::zero(); g.len()];
-    let body = |(k, o): (usize, &mut [T])| {
+    let n = g.len();
+    let mut out: Vec<T> = Vec::with_capacity(n);
+    let body = |(k, o): (usize, &mut [MaybeUninit<T>])| {
         let at = k * CHUNK..k * CHUNK + o.len();
         let (g, u) = (&g[at.clone()], &u[at]);
-        sigmoid_into(g, o);
+        let o = sigmoid_into(g, o);
         for ((oi, &gi), &ui) in o.iter_mut().zip(g).zip(u) {
             *oi = gi * *oi * ui;
         }
     };
-    if g.len() >= PAR_MIN {
-        out.par_chunks_mut(CHUNK).enumerate().for_each(body);
+    let spare = &mut out.spare_capacity_mut()[..n];
+    if n >= PAR_MIN {
+        spare.par_chunks_mut(CHUNK).enumerate().for_each(body);
     } else {
-        out.chunks_mut(CHUNK).enumerate().for_each(body);
+        spare.chunks_mut(CHUNK).enumerate().for_each(body);
     }
+    // SAFETY: the chunks cover 0..n and `sigmoid_into` wrote each of them whole.
+    unsafe { out.set_len(n) };
     out
 }
 
 /// Returns d_gate followed by d_up.
 fn bwd<T: Float>(g: &[T], u: &[T], dy: &[T]) -> Vec<T> {
     let n = g.len();
-    let mut out = vec![T::zero(); 2 * n];
-    let (dg, du) = out.split_at_mut(n);
-    let body = |(k, (a, b)): (usize, (&mut [T], &mut [T]))| {
+    assert!(u.len() == n && dy.len() == n, "swiglu backward: lengths");
+    let mut out: Vec<T> = Vec::with_capacity(2 * n);
+    let (dg, du) = out.spare_capacity_mut()[..2 * n].split_at_mut(n);
+    let body = |(k, (a, b)): (usize, (&mut [MaybeUninit<T>], &mut [MaybeUninit<T>]))| {
         let at = k * CHUNK..k * CHUNK + a.len();
         let (g, u, dy) = (&g[at.clone()], &u[at.clone()], &dy[at]);
-        // a holds sigmoid(g) until it is overwritten by d_gate.
-        sigmoid_into(g, a);
+        // a holds sigmoid(g) until it is overwritten by d_gate; b is written whole.
+        let a = sigmoid_into(g, a);
         for i in 0..a.len() {
             let s = a[i];
             a[i] = dy[i] * u[i] * s * (T::one() + g[i] * (T::one() - s));
-            b[i] = dy[i] * g[i] * s;
+            b[i].write(dy[i] * g[i] * s);
         }
     };
     if n >= PAR_MIN {
@@ -70,6 +84,9 @@ fn bwd<T: Float>(g: &[T], u: &[T], dy: &[T]) -> Vec<T> {
             .enumerate()
             .for_each(body);
     }
+    // SAFETY: the chunk pairs cover 0..n of both halves (same chunking, same length), and the
+    // body wrote every element of each.
+    unsafe { out.set_len(2 * n) };
     out
 }
 
@@ -147,6 +164,32 @@ mod tests {
         assert_eq!(y[0], 0.0);
         assert!((y[1] - 2.0 / (1.0 + (-1.0f32).exp())).abs() < 1e-6);
         assert!((y[2] - (-2.0 / (1.0 + 2.0f32.exp()))).abs() < 1e-6);
+    }
+
+    /// Past the parallel threshold, in whole chunks and a ragged last one (the outputs are
+    /// written chunk by chunk into uninitialised memory): every element, both passes, equals
+    /// the formula.
+    #[test]
+    fn long_inputs_match_the_formula_in_every_chunk() {
+        let n = 5 * CHUNK + 37;
+        assert!(n >= PAR_MIN);
+        let v = |seed: usize| -> Vec<f64> {
+            (0..n)
+                .map(|i| (((i * 7919 + seed * 104_729) % 2003) as f64 / 2003.0 - 0.5) * 8.0)
+                .collect()
+        };
+        let (g, u, dy) = (v(1), v(2), v(3));
+        let y = fwd(&g, &u);
+        let d = bwd(&g, &u, &dy);
+        assert_eq!((y.len(), d.len()), (n, 2 * n));
+        for i in 0..n {
+            let s = 1.0 / (1.0 + (-g[i]).exp());
+            let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * (1.0 + b.abs());
+            assert!(close(y[i], g[i] * s * u[i]), "y[{i}]");
+            let dg = dy[i] * u[i] * s * (1.0 + g[i] * (1.0 - s));
+            assert!(close(d[i], dg), "d_gate[{i}]");
+            assert!(close(d[n + i], dy[i] * g[i] * s), "d_up[{i}]");
+        }
     }
 
     #[test]
