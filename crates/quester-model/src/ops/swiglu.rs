@@ -62,7 +62,8 @@ fn bwd<T: Float>(g: &[T], u: &[T], dy: &[T]) -> Vec<T> {
     assert!(u.len() == n && dy.len() == n, "swiglu backward: lengths");
     let mut out: Vec<T> = Vec::with_capacity(2 * n);
     let (dg, du) = out.spare_capacity_mut()[..2 * n].split_at_mut(n);
-    let body = |(k, (a, b)): (usize, (&mut [MaybeUninit<T>], &mut [MaybeUninit<T>]))| {
+    type Halves<'a, T> = (&'a mut [MaybeUninit<T>], &'a mut [MaybeUninit<T>]);
+    let body = |(k, (a, b)): (usize, Halves<T>)| {
         let at = k * CHUNK..k * CHUNK + a.len();
         let (g, u, dy) = (&g[at.clone()], &u[at.clone()], &dy[at]);
         // a holds sigmoid(g) until it is overwritten by d_gate; b is written whole.
