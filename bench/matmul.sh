@@ -17,7 +17,11 @@ cargo build --release -q -p quester-model --example bench_matmul
 OURS=$(mktemp) THEIRS=$(mktemp)
 trap 'rm -f "$OURS" "$THEIRS"' EXIT
 "${CARGO_TARGET_DIR:-target}/release/examples/bench_matmul" "$REPS" | tee "$OURS"
-"$PY" bench/matmul_torch.py "$REPS" | tee "$THEIRS"
+# PyTorch runs bench_matmul's own shapes (its rows `m x k x n | ...` with GFLOP/s after them).
+SHAPES=$(grep -E '^[0-9]+ x [0-9]+ x [0-9]+ \|' "$OURS" | cut -d'|' -f1 | tr -d ' ')
+[ -n "$SHAPES" ] || { echo "matmul.sh: bench_matmul printed no products" >&2; exit 1; }
+# shellcheck disable=SC2086
+"$PY" bench/matmul_torch.py "$REPS" $SHAPES | tee "$THEIRS"
 echo "m x k x n | ours bf16 (packed once, best kernel) | torch bf16 | ratio ours/torch"
 python3 - "$OURS" "$THEIRS" <<'PY'
 import sys
