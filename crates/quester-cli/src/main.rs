@@ -61,6 +61,7 @@ enum Command {
 
 fn main() -> std::process::ExitCode {
     quester_model::alloc::keep_freed_memory();
+    quester_model::threads::share_cores_with_candle();
     init_tracing();
     let cli = Cli::parse();
     let result = match cli.command {

@@ -26,6 +26,7 @@ const TOPICS: [&str; 8] = [
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     quester_model::alloc::keep_freed_memory();
+    quester_model::threads::share_cores_with_candle();
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let mut choice = PrecisionChoice::F32;
     let mut args: Vec<usize> = Vec::new();

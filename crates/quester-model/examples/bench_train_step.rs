@@ -119,6 +119,7 @@ fn peak_rss_mb() -> f64 {
 
 fn main() -> Result<(), String> {
     quester_model::alloc::keep_freed_memory();
+    quester_model::threads::share_cores_with_candle();
     let a = parse()?;
     let loaded = quester_model::load_default().map_err(|e| e.to_string())?;
     if let Some(dir) = &a.export {

@@ -11,6 +11,7 @@ pub mod model;
 pub mod nn;
 pub mod ops;
 pub mod precision;
+pub mod threads;
 
 pub use config::{Architecture, ModelConfig};
 pub use device::parse_device;
