@@ -44,12 +44,24 @@ fi
 "$BIN" --export "$OUT/smollm2-f32" --mode lora --steps 0 --seq 16 --prompt 4 --batch 1 >/dev/null
 get() { echo "$1" | tr ' ' '\n' | grep "^$2=" | cut -d= -f2; }
 run_torch() { "$PY" bench/train_step_torch.py "$OUT/smollm2-f32" --mode "$1" "${SHAPE[@]}" --threads "$THREADS" --autocast "$2" | tee -a /dev/stderr | grep '^RESULT'; }
+# ROUNDS=N (default 1) repeats the three runs N times, interleaved, and prints each round's
+# ratios and their median: on a shared machine one round's ratio moves by tens of percent.
+ROUNDS=${ROUNDS:-1}
+ratio() { python3 -c "print(f'{$1/$2:.2f}')"; }
+median() { python3 -c "import statistics, sys; print(f'{statistics.median(float(x) for x in sys.argv[1:]):.2f}')" "$@"; }
 for mode in $MODES; do
-  ours=$("$BIN" --mode "$mode" "${SHAPE[@]}" --precision "$PRECISION" | tee -a /dev/stderr | grep '^RESULT')
-  t32=$(run_torch "$mode" off)
-  t16=$(run_torch "$mode" bf16)
-  o=$(get "$ours" step_s); a=$(get "$t32" step_s); b=$(get "$t16" step_s)
-  echo "== $mode (8 x 256, prompt $PROMPT, groups of $GROUP): ours ($PRECISION) $o s/step (peak $(get "$ours" peak_rss_mb) MB) | torch f32 $a s/step (peak $(get "$t32" peak_rss_mb) MB) | torch bf16 autocast $b s/step (peak $(get "$t16" peak_rss_mb) MB)"
-  echo "   loss: ours $(get "$ours" loss) | torch f32 $(get "$t32" loss) | torch bf16 $(get "$t16" loss)"
-  echo "   ours/torch-f32 time ratio $(python3 -c "print(f'{$o/$a:.2f}')") | ours/torch-bf16 time ratio $(python3 -c "print(f'{$o/$b:.2f}')")"
+  r32=(); r16=()
+  for round in $(seq 1 "$ROUNDS"); do
+    ours=$("$BIN" --mode "$mode" "${SHAPE[@]}" --precision "$PRECISION" | tee -a /dev/stderr | grep '^RESULT')
+    t32=$(run_torch "$mode" off)
+    t16=$(run_torch "$mode" bf16)
+    o=$(get "$ours" step_s); a=$(get "$t32" step_s); b=$(get "$t16" step_s)
+    r32+=("$(ratio "$o" "$a")"); r16+=("$(ratio "$o" "$b")")
+    echo "== $mode (8 x 256, prompt $PROMPT, groups of $GROUP), round $round of $ROUNDS: ours ($PRECISION) $o s/step (peak $(get "$ours" peak_rss_mb) MB) | torch f32 $a s/step (peak $(get "$t32" peak_rss_mb) MB) | torch bf16 autocast $b s/step (peak $(get "$t16" peak_rss_mb) MB)"
+    echo "   loss: ours $(get "$ours" loss) | torch f32 $(get "$t32" loss) | torch bf16 $(get "$t16" loss)"
+    echo "   ours/torch-f32 time ratio ${r32[-1]} | ours/torch-bf16 time ratio ${r16[-1]}"
+  done
+  if [ "$ROUNDS" -gt 1 ]; then
+    echo "== $mode over $ROUNDS rounds: ours/torch-f32 time ratio median $(median "${r32[@]}") (${r32[*]}) | ours/torch-bf16 median $(median "${r16[@]}") (${r16[*]})"
+  fi
 done
