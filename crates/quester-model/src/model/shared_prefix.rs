@@ -11,7 +11,7 @@ use super::forward::{heads_first, positions};
 use super::Model;
 use crate::error::Result;
 use crate::nn::linear::pick;
-use crate::ops::{causal_attention, rms_norm, rope_tables};
+use crate::ops::{causal_attention, keys_with_prefix, rms_norm, rope_tables};
 use candle_core::{DType, Tensor};
 
 /// Below this many shared tokens the bookkeeping is not worth it.
@@ -72,11 +72,7 @@ impl Model {
         let (b, t) = ids.dims2()?;
         let s = t - p;
         let n = p + b * s;
-        let (hd, kvh, d) = (
-            cfg.num_attention_heads * cfg.head_dim,
-            cfg.num_key_value_heads,
-            cfg.head_dim,
-        );
+        let hd = cfg.num_attention_heads * cfg.head_dim;
         let ids = ids.to_dtype(DType::U32)?;
         let flat_ids = Tensor::cat(
             &[
@@ -109,13 +105,6 @@ impl Model {
                 x.narrow(1, p, b * s)?.reshape((b, s, heads, d))
             };
             let (kp, vp) = (heads_first(&prefix(&k)?)?, heads_first(&prefix(&v)?)?);
-            // Every row's suffix sees the one prefix: keys [B, KVH, P + S, D].
-            let with_prefix = |xp: &Tensor, xs: &Tensor| -> candle_core::Result<Tensor> {
-                Tensor::cat(
-                    &[xp.broadcast_as((b, kvh, p, d))?, heads_first(&suffix(xs)?)?],
-                    2,
-                )
-            };
             let o_p = causal_attention(
                 &self.group_queries(&prefix(&q)?)?,
                 &kp,
@@ -123,10 +112,11 @@ impl Model {
                 &prefix_mask,
                 0,
             )?;
+            // Every row's suffix sees the one prefix: keys [B, KVH, P + S, D].
             let o_s = causal_attention(
                 &self.group_queries(&suffix(&q)?)?,
-                &with_prefix(&kp, &k)?,
-                &with_prefix(&vp, &v)?,
+                &keys_with_prefix(&k, p, b)?,
+                &keys_with_prefix(&v, p, b)?,
                 mask,
                 p,
             )?;
