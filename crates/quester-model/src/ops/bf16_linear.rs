@@ -66,14 +66,9 @@ impl FrozenBf16 {
         w.dims2().ok() == Some(self.dims)
     }
 
-    /// y [rows, out] = x [rows, in] . W^T.
-    pub(crate) fn x_wt(&self, x: &[f32], rows: usize) -> Result<Vec<f32>> {
-        self.x_wt.matmul(x, rows)
-    }
-
-    /// dx [rows, in] = g [rows, out] . W.
-    pub(crate) fn g_w(&self, g: &[f32], rows: usize) -> Result<Vec<f32>> {
-        self.g_w.matmul(g, rows)
+    /// The panels of `x W^T` (B = W) and of `g W` (B = W^T).
+    pub(crate) fn panels(&self) -> (&Bf16Panels, &Bf16Panels) {
+        (&self.x_wt, &self.g_w)
     }
 
     /// Bytes of the two packings.

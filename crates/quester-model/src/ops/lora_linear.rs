@@ -7,9 +7,11 @@
 //! the graph keeps x, A and B and the rank-r `x A^T` of the forward (rows x r floats, 64 bytes a
 //! row at r 16), which the backward pass would otherwise recompute with one more pass over x.
 
+use super::bf16::Bf16Panels;
 use super::bf16_linear::FrozenBf16;
 use super::gemm::product;
 use super::low_rank::transpose;
+use super::low_rank::LowRank;
 use super::{contiguous, host, Float};
 use crate::precision::Precision;
 use candle_core::{bail, CpuStorage, CustomOp3, DType, Layout, Result, Shape, Tensor, WithDType};
@@ -17,7 +19,10 @@ use std::sync::{Arc, Mutex};
 
 /// `x` [rows, in], frozen `w` [out, in] and `bias` [out], adapter `a` [r, in] and `b` [out, r].
 /// Differentiable in x, a and b. In bf16 `precision` the products with W (forward and the
-/// input's gradient) take bf16 operands; the rank-r adapter products stay f32.
+/// input's gradient) take bf16 operands, and the update's share of those two outputs,
+/// `(s x A^T) B^T` and `(s g B) A`, is added into the same accumulators as a second bf16
+/// product (one pass over the output instead of two); `x A^T`, `g B` and the factors'
+/// gradients stay f32.
 pub fn lora_linear(
     x: &Tensor,
     w: &Tensor,
@@ -110,6 +115,37 @@ impl LoraLinear {
             *kept = Some(T::to_cpu_storage_owned(u));
         }
     }
+
+    /// [`backward`] with the products with W in bf16: dx = g W + (s g B) A as one pass of
+    /// bf16 products (the update's term adds into the base's accumulators); dA and dB stay f32.
+    #[allow(clippy::too_many_arguments)]
+    fn backward_bf16(
+        &self,
+        x: &[f32],
+        a: &[f32],
+        b: &[f32],
+        g: &[f32],
+        w: &[f32],
+        u: Option<&[f32]>,
+        (rows, inp, out, r): (usize, usize, usize, usize),
+    ) -> Result<(Vec<f32>, Vec<f32>, Vec<f32>)> {
+        let s = self.scale as f32;
+        let gb = f32::x_m(g, b, rows, out, r);
+        let sgb: Vec<f32> = gb.iter().map(|&v| v * s).collect();
+        let packed_w;
+        let wt_panels = match &self.packed {
+            Some(p) => p.panels().1,
+            None => {
+                packed_w = Bf16Panels::pack(w, (inp, out), (1, inp))?;
+                &packed_w
+            }
+        };
+        // A [r, in] as the second product's B [in, r]: element (i, j) at a[j * in + i].
+        let a_panels = Bf16Panels::pack_for(wt_panels.kernel(), a, (inp, r), (1, inp))?;
+        let dx = wt_panels.matmul_plus(g, rows, (&a_panels, &sgb))?;
+        let (da, db) = factor_grads(x, a, g, &gb, u, (rows, inp, out, r), s);
+        Ok((dx, da, db))
+    }
 }
 
 /// y = base (+ bias) + scale (x A^T) B^T, with `base` = x W^T already computed; also returns
@@ -170,12 +206,26 @@ impl CustomOp3 for LoraLinear {
                 (Some(t), Some((g, _))) => Some(host::<f32>(t, g)?),
                 _ => None,
             };
-            let base = match &self.packed {
-                Some(p) => p.x_wt(x, rows)?,
-                None => super::bf16_linear::x_wt(x, w, rows, inp, out)?,
-            };
             let (a, b) = (contiguous::<f32>(s2, l2)?, contiguous::<f32>(s3, l3)?);
-            let (y, u) = run(x, a, b, base, bias, dims, self.scale);
+            let packed_w;
+            let w_panels = match &self.packed {
+                Some(p) => p.panels().0,
+                None => {
+                    packed_w = Bf16Panels::pack_rows(w, out, inp)?;
+                    &packed_w
+                }
+            };
+            // y = x W^T + (s u) B^T in one pass of bf16 products: the update adds into the
+            // base's accumulators instead of a second pass over y.
+            let u = f32::x_m(x, &transpose(a, r, inp), rows, inp, r);
+            let su: Vec<f32> = u.iter().map(|&v| v * self.scale as f32).collect();
+            let b_panels = Bf16Panels::pack_for(w_panels.kernel(), b, (out, r), (r, 1))?;
+            let mut y = w_panels.matmul_plus(x, rows, (&b_panels, &su))?;
+            if let Some(bias) = bias {
+                for row in y.chunks_mut(out) {
+                    row.iter_mut().zip(bias).for_each(|(v, &c)| *v += c);
+                }
+            }
             self.keep(u);
             return Ok((CpuStorage::F32(y), Shape::from((rows, out))));
         }
@@ -248,10 +298,24 @@ impl CustomOp3 for LoraLinear {
             }};
         }
         let (dx, da, db) = match x.dtype() {
-            DType::F32 if self.bf16 => run!(f32, |g: &[f32], w: &[f32]| match &self.packed {
-                Some(p) => p.g_w(g, rows),
-                None => super::bf16_linear::g_w(g, w, rows, out, inp),
-            }),
+            DType::F32 if self.bf16 => {
+                let (xs, as_, bs, gs, ws) = (
+                    host::<f32>(&x, &xg)?,
+                    host::<f32>(&a, &ag)?,
+                    host::<f32>(&b, &bg_)?,
+                    host::<f32>(&g, &gg)?,
+                    host::<f32>(&self.w, &wg)?,
+                );
+                let u = kept
+                    .and_then(|k| f32::cpu_storage_as_slice(k).ok())
+                    .filter(|u| u.len() == rows * r);
+                let (dx, da, db) = self.backward_bf16(xs, as_, bs, gs, ws, u, dims)?;
+                (
+                    Tensor::from_vec(dx, (rows, inp), dev)?,
+                    Tensor::from_vec(da, (r, inp), dev)?,
+                    Tensor::from_vec(db, (out, r), dev)?,
+                )
+            }
             DType::F32 => run!(f32, |g: &[f32], w: &[f32]| Ok::<_, candle_core::Error>(
                 grad_times_w(g, w, rows, out, inp)
             )),
@@ -286,8 +350,24 @@ fn backward<T: Float>(
     scale: f64,
 ) -> (Vec<T>, Vec<T>, Vec<T>) {
     let s = T::from_f64(scale);
-    // gb = g B [rows, r]; u = x A^T [rows, r].
+    // gb = g B [rows, r].
     let gb = T::x_m(g, b, rows, out, r);
+    T::acc_u_m(&mut dx, &gb, a, rows, r, s);
+    let (da, db) = factor_grads(x, a, g, &gb, u, (rows, inp, out, r), s);
+    (dx, da, db)
+}
+
+/// dA = s (g B)^T x and dB = s g^T u for `gb` = g B, with u = x A^T the forward's when it
+/// was kept (else recomputed here).
+fn factor_grads<T: Float>(
+    x: &[T],
+    a: &[T],
+    g: &[T],
+    gb: &[T],
+    u: Option<&[T]>,
+    (rows, inp, out, r): (usize, usize, usize, usize),
+    s: T,
+) -> (Vec<T>, Vec<T>) {
     let recomputed;
     let u = match u {
         Some(u) => u,
@@ -296,10 +376,9 @@ fn backward<T: Float>(
             &recomputed
         }
     };
-    T::acc_u_m(&mut dx, &gb, a, rows, r, s);
-    let da = transpose(&T::xt_v(x, &gb, rows, inp, r, s), inp, r);
+    let da = transpose(&T::xt_v(x, gb, rows, inp, r, s), inp, r);
     let db = T::xt_v(g, u, rows, out, r, s);
-    (dx, da, db)
+    (da, db)
 }
 
 #[cfg(test)]
@@ -401,7 +480,7 @@ mod tests {
         .unwrap();
     }
 
-    /// In f32 the fused backward gives the gradients of the unfused expression (candle's
+    /// In f32 the fused op gives the values and gradients of the unfused expression (candle's
     /// autograd), and in bf16 the same to bf16's rounding.
     #[test]
     fn f32_and_bf16_gradients_follow_the_unfused_ones() {
@@ -420,8 +499,22 @@ mod tests {
             let a = Var::from_tensor(&f32(randn((r, 48)))).unwrap();
             let b = Var::from_tensor(&f32(randn((40, r)))).unwrap();
             let want = grads(unfused(&xv, &w, &bias, &a, &b, 2.0));
+            let want_y = unfused(&xv, &w, &bias, &a, &b, 2.0);
+            let y_scale = want_y
+                .abs()
+                .unwrap()
+                .max_all()
+                .unwrap()
+                .to_scalar::<f32>()
+                .unwrap();
             for (precision, tol) in [(Precision::F32, 1e-5), (Precision::Bf16, 2e-2)] {
-                let got = grads(lora_linear(&xv, &w, Some(&bias), &a, &b, 2.0, precision).unwrap());
+                let y = lora_linear(&xv, &w, Some(&bias), &a, &b, 2.0, precision).unwrap();
+                let err = f64::from(crate::ops::test_util::max_abs_diff(&y, &want_y) / y_scale);
+                assert!(
+                    err < tol,
+                    "rank {r}, {precision:?}: forward relative error {err}"
+                );
+                let got = grads(y);
                 for v in [xv.as_tensor(), a.as_tensor(), b.as_tensor()] {
                     let (g, e) = (got.get(v).unwrap(), want.get(v).unwrap());
                     let err = (crate::ops::test_util::max_abs_diff(g, e) as f64)

@@ -64,28 +64,29 @@ pub(crate) const K_CHUNK: usize = 512;
 /// so the block need not shrink as k grows).
 pub(crate) const BLOCK_ROWS: usize = 256;
 
-/// y[r, c] = sum over pairs q of a[r][q] . panel[q][c] for `rows` rows and `cols` columns.
+/// y[r, c] = sum over the segments and their pairs q of a[r][q] . panel[q][c] for `rows`
+/// rows and `cols` columns; the segments after the first add into the same accumulators.
 ///
 /// # Safety
-/// [`ready`] is true; `kp` is a multiple of [`K_PAIRS`]; `a` holds `rows` rounded up to
-/// [`ROWS`] rows of `kp` pairs (the padding rows may hold anything: their results are not
-/// written); `panel` holds kp * 48 pairs; `y` is valid for `cols` <= 48 writes in each of
-/// `rows` rows of stride `ys`.
+/// [`ready`] is true; at least one segment has `kp` > 0; each segment's `kp` is a multiple of
+/// [`K_PAIRS`], its `a` holds `rows` rounded up to [`ROWS`] rows of `kp` pairs (the padding
+/// rows may hold anything: their results are not written) and its `panel` kp * 48 pairs; `y`
+/// is valid for `cols` <= 48 writes in each of `rows` rows of stride `ys`.
 #[cfg(target_arch = "x86_64")]
 pub(super) unsafe fn panel_product(
-    a: &[u32],
     rows: usize,
-    kp: usize,
-    panel: &[u32],
+    segs: &[super::kernel::Segment],
     y: *mut f32,
     ys: usize,
     cols: usize,
 ) {
     use super::panels::PANEL;
-    debug_assert!(kp.is_multiple_of(K_PAIRS) && cols <= PANEL);
-    debug_assert!(a.len() >= rows.div_ceil(ROWS) * ROWS * kp && panel.len() >= kp * PANEL);
-    tiles::configure();
+    debug_assert!(cols <= PANEL);
     let blocks = rows.div_ceil(ROWS);
+    debug_assert!(segs.iter().all(|g| g.kp.is_multiple_of(K_PAIRS)
+        && g.a.len() >= blocks * ROWS * g.kp
+        && g.panel.len() >= g.kp * PANEL));
+    tiles::configure();
     tiles::SCRATCH.with_borrow_mut(|acc| {
         if acc.len() < blocks {
             acc.resize_with(blocks, || tiles::Block([0f32; ROWS * PANEL]));
@@ -102,17 +103,28 @@ pub(super) unsafe fn panel_product(
                 (y.add(t * ROWS * ys), ys)
             }
         };
-        for k0 in (0..kp).step_by(K_CHUNK) {
-            let steps = (kp - k0).min(K_CHUNK) / K_PAIRS;
+        // k chunks of every segment in order; a short last segment (a LoRA rank) rides along
+        // with the chunk before it, so its products add into the tiles before they are
+        // stored instead of loading and storing every accumulator once more.
+        let mut chunks: Vec<Vec<tiles::Part>> = Vec::new();
+        for (i, g) in segs.iter().enumerate() {
+            let joins = i > 0 && g.kp <= K_CHUNK && !chunks.is_empty();
+            for k0 in (0..g.kp).step_by(K_CHUNK) {
+                let part = tiles::Part {
+                    a: g.a.as_ptr().add(k0),
+                    kp: g.kp,
+                    panel: g.panel.as_ptr().add(k0 * PANEL),
+                    steps: (g.kp - k0).min(K_CHUNK) / K_PAIRS,
+                };
+                match chunks.last_mut() {
+                    Some(last) if joins => last.push(part),
+                    _ => chunks.push(vec![part]),
+                }
+            }
+        }
+        for (c, parts) in chunks.iter().enumerate() {
             for t in 0..blocks {
-                tiles::block(
-                    a.as_ptr().add(t * ROWS * kp + k0),
-                    kp,
-                    panel.as_ptr().add(k0 * PANEL),
-                    steps,
-                    dest(t),
-                    k0 > 0,
-                );
+                tiles::block(parts, t * ROWS, dest(t), c > 0);
             }
         }
         for t in (0..blocks).filter(|&t| partial(t)) {
@@ -224,18 +236,26 @@ mod tiles {
         );
     }
 
-    /// out (+)= A (16 rows of `steps` * 16 pairs at `a`, row stride `kp` pairs) . panel
+    /// Rows of A as pairs (row stride `kp`) from some k on, against a panel from the same k,
+    /// for `steps` steps of 16 pairs.
+    pub(super) struct Part {
+        pub(super) a: *const u32,
+        pub(super) kp: usize,
+        pub(super) panel: *const u32,
+        pub(super) steps: usize,
+    }
+
+    /// out (+)= the sum over `parts` of A (16 rows from row `r0`, `steps` * 16 pairs) . panel
     /// (steps * 16 x 48 pairs), `out` 16 rows of 48 f32 at row stride `out_stride` floats:
     /// added to when `accumulate`, else written over.
     ///
     /// # Safety
-    /// The tiles are configured; `a` is valid for 16 rows of stride `kp` pairs and `steps` *
-    /// 16 pairs each, `panel` for steps * 16 * 48 pairs, `out` for 16 rows of 48 floats.
+    /// The tiles are configured; each part's `a` is valid for rows r0..r0+16 of stride `kp`
+    /// pairs and `steps` * 16 pairs each, its `panel` for steps * 16 * 48 pairs; `out` for 16
+    /// rows of 48 floats.
     pub(super) unsafe fn block(
-        a: *const u32,
-        kp: usize,
-        panel: *const u32,
-        steps: usize,
+        parts: &[Part],
+        r0: usize,
         (out, out_stride): (*mut f32, usize),
         accumulate: bool,
     ) {
@@ -256,23 +276,26 @@ mod tiles {
                 options(nostack, nomem)
             );
         }
-        let a_stride = kp * 4;
         let b_stride = PANEL * 4;
-        for kb in 0..steps {
-            asm!(
-                "tileloadd tmm3, [{a} + {sa}*1]",
-                "tileloadd tmm4, [{b} + {sb}*1]",
-                "tileloadd tmm5, [{b} + {sb}*1 + 64]",
-                "tileloadd tmm6, [{b} + {sb}*1 + 128]",
-                "tdpbf16ps tmm0, tmm3, tmm4",
-                "tdpbf16ps tmm1, tmm3, tmm5",
-                "tdpbf16ps tmm2, tmm3, tmm6",
-                a = in(reg) a.add(kb * K_PAIRS),
-                b = in(reg) panel.add(kb * K_PAIRS * PANEL),
-                sa = in(reg) a_stride,
-                sb = in(reg) b_stride,
-                options(nostack, readonly)
-            );
+        for part in parts {
+            let a = part.a.add(r0 * part.kp);
+            let a_stride = part.kp * 4;
+            for kb in 0..part.steps {
+                asm!(
+                    "tileloadd tmm3, [{a} + {sa}*1]",
+                    "tileloadd tmm4, [{b} + {sb}*1]",
+                    "tileloadd tmm5, [{b} + {sb}*1 + 64]",
+                    "tileloadd tmm6, [{b} + {sb}*1 + 128]",
+                    "tdpbf16ps tmm0, tmm3, tmm4",
+                    "tdpbf16ps tmm1, tmm3, tmm5",
+                    "tdpbf16ps tmm2, tmm3, tmm6",
+                    a = in(reg) a.add(kb * K_PAIRS),
+                    b = in(reg) part.panel.add(kb * K_PAIRS * PANEL),
+                    sa = in(reg) a_stride,
+                    sb = in(reg) b_stride,
+                    options(nostack, readonly)
+                );
+            }
         }
         asm!(
             "tilestored [{o} + {s}*1], tmm0",

@@ -5,44 +5,56 @@ use super::panels::PANEL;
 use super::Bf16Kernel;
 use crate::ops::tiles::{row_tiles, TILE_ROWS};
 
-/// y[r, c] = sum over pairs q of a[r][q] . panel[q][c] for `rows` rows.
+/// One product of a sum `y = A1 . B1 + A2 . B2 + ...`: `rows` rows of A as `kp` pairs each
+/// against one panel of B (kp * 48 pairs).
+#[derive(Clone, Copy)]
+pub(super) struct Segment<'a> {
+    pub(super) a: &'a [u32],
+    pub(super) kp: usize,
+    pub(super) panel: &'a [u32],
+}
+
+/// y[r, c] = sum over the segments and their pairs q of a[r][q] . panel[q][c] for `rows`
+/// rows, one accumulation per output over the segments in order (a sum of products in one
+/// pass, so the second product adds into the first's accumulators instead of into memory).
 ///
 /// # Safety
-/// `kernel` is available; `a` holds `rows` rows of `kp` pairs (rounded up to the kernel's
-/// [`Bf16Kernel::row_step`], and `kp` its [`Bf16Kernel::pair_stride`]); `panel` holds kp * 48
-/// pairs; `(y, ys, cols)`: `y` points at column 0 of the panel in row 0 of an output of row
-/// stride `ys`, valid for `rows` rows and `cols` <= 48 columns.
+/// `kernel` is available; at least one segment has `kp` > 0; each segment's `a` holds `rows`
+/// rows of its `kp` pairs (rounded up to the kernel's [`Bf16Kernel::row_step`], and `kp` its
+/// [`Bf16Kernel::pair_stride`]) and its `panel` kp * 48 pairs; `(y, ys, cols)`: `y` points at
+/// column 0 of the panel in row 0 of an output of row stride `ys`, valid for `rows` rows and
+/// `cols` <= 48 columns.
 pub(super) unsafe fn panel_product(
     kernel: Bf16Kernel,
-    a: &[u32],
     rows: usize,
-    kp: usize,
-    panel: &[u32],
+    segs: &[Segment],
     (y, ys, cols): (*mut f32, usize, usize),
 ) {
-    debug_assert!(a.len() >= rows * kp && panel.len() >= kp * PANEL && cols <= PANEL);
+    debug_assert!(cols <= PANEL && segs.iter().any(|g| g.kp > 0));
+    debug_assert!(segs
+        .iter()
+        .all(|g| g.a.len() >= rows * g.kp && g.panel.len() >= g.kp * PANEL));
     #[cfg(target_arch = "x86_64")]
     {
         if kernel == Bf16Kernel::Amx {
-            super::amx::panel_product(a, rows, kp, panel, y, ys, cols);
+            super::amx::panel_product(rows, segs, y, ys, cols);
             return;
         }
         if kernel == Bf16Kernel::Avx512Bf16 {
             for (r, n) in row_tiles(rows) {
-                let ar = &a[r * kp..(r + n) * kp];
                 let yr = y.add(r * ys);
                 match n {
-                    TILE_ROWS => avx512::tile::<TILE_ROWS>(ar, kp, panel, yr, ys, cols),
-                    4 => avx512::tile::<4>(ar, kp, panel, yr, ys, cols),
-                    2 => avx512::tile::<2>(ar, kp, panel, yr, ys, cols),
-                    _ => avx512::tile::<1>(ar, kp, panel, yr, ys, cols),
+                    TILE_ROWS => avx512::tile::<TILE_ROWS>(r, segs, yr, ys, cols),
+                    4 => avx512::tile::<4>(r, segs, yr, ys, cols),
+                    2 => avx512::tile::<2>(r, segs, yr, ys, cols),
+                    _ => avx512::tile::<1>(r, segs, yr, ys, cols),
                 }
             }
             return;
         }
     }
     for r in 0..rows {
-        portable_row(&a[r * kp..(r + 1) * kp], panel, y.add(r * ys), cols);
+        portable_row(r, segs, y.add(r * ys), cols);
     }
 }
 
@@ -51,18 +63,21 @@ fn halves(p: u32) -> (f32, f32) {
     (f32::from_bits(p << 16), f32::from_bits(p & 0xffff_0000))
 }
 
-/// One row against one panel without the instruction: the same pair products (exact in f32)
-/// added in the same order over k.
+/// Row `r` of each segment against its panel without the instruction: the same pair products
+/// (exact in f32) added in the same order over the segments and their k.
 ///
 /// # Safety
-/// `y` is valid for `cols` writes.
-pub(super) unsafe fn portable_row(a: &[u32], panel: &[u32], y: *mut f32, cols: usize) {
+/// `y` is valid for `cols` writes; each segment holds row `r`.
+pub(super) unsafe fn portable_row(r: usize, segs: &[Segment], y: *mut f32, cols: usize) {
     let mut acc = [0f32; PANEL];
-    for (&ap, w) in a.iter().zip(panel.chunks_exact(PANEL)) {
-        let (a0, a1) = halves(ap);
-        for (s, &wp) in acc.iter_mut().zip(w) {
-            let (w0, w1) = halves(wp);
-            *s = *s + a1 * w1 + a0 * w0;
+    for g in segs {
+        let a = &g.a[r * g.kp..(r + 1) * g.kp];
+        for (&ap, w) in a.iter().zip(g.panel.chunks_exact(PANEL)) {
+            let (a0, a1) = halves(ap);
+            for (s, &wp) in acc.iter_mut().zip(w) {
+                let (w0, w1) = halves(wp);
+                *s = *s + a1 * w1 + a0 * w0;
+            }
         }
     }
     std::ptr::copy_nonoverlapping(acc.as_ptr(), y, cols);
@@ -70,37 +85,42 @@ pub(super) unsafe fn portable_row(a: &[u32], panel: &[u32], y: *mut f32, cols: u
 
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
-    use super::PANEL;
+    use super::{Segment, PANEL};
     use std::arch::x86_64::*;
 
-    /// `R` rows against one panel: R x 3 accumulators, one `vdpbf16ps` chain over k per output.
+    /// `R` rows (from row `r0` of each segment) against one panel: R x 3 accumulators, one
+    /// `vdpbf16ps` chain over the segments' k per output.
     ///
     /// # Safety
-    /// The CPU has AVX-512F and AVX512-BF16; `a` holds R rows of `kp` pairs, `panel` kp * 48
-    /// pairs, and `y` is valid for `cols` (<= 48) writes in each of R rows of stride `ys`.
+    /// The CPU has AVX-512F and AVX512-BF16; each segment holds rows r0..r0+R of its `kp`
+    /// pairs and kp * 48 pairs of panel, and `y` is valid for `cols` (<= 48) writes in each of
+    /// R rows of stride `ys`.
     #[target_feature(enable = "avx512f,avx512bf16")]
     pub(super) unsafe fn tile<const R: usize>(
-        a: &[u32],
-        kp: usize,
-        panel: &[u32],
+        r0: usize,
+        segs: &[Segment],
         y: *mut f32,
         ys: usize,
         cols: usize,
     ) {
-        debug_assert!(a.len() >= R * kp && panel.len() >= kp * PANEL && cols <= PANEL);
-        let (ap, wp) = (a.as_ptr(), panel.as_ptr());
+        debug_assert!(cols <= PANEL);
         let mut acc = [[_mm512_setzero_ps(); 3]; R];
-        for q in 0..kp {
-            let w = wp.add(q * PANEL);
-            let w0: __m512bh = std::mem::transmute(_mm512_loadu_si512(w.cast()));
-            let w1: __m512bh = std::mem::transmute(_mm512_loadu_si512(w.add(16).cast()));
-            let w2: __m512bh = std::mem::transmute(_mm512_loadu_si512(w.add(32).cast()));
-            for (r, s) in acc.iter_mut().enumerate() {
-                let b: __m512bh =
-                    std::mem::transmute(_mm512_set1_epi32(*ap.add(r * kp + q) as i32));
-                s[0] = _mm512_dpbf16_ps(s[0], b, w0);
-                s[1] = _mm512_dpbf16_ps(s[1], b, w1);
-                s[2] = _mm512_dpbf16_ps(s[2], b, w2);
+        for g in segs {
+            let kp = g.kp;
+            debug_assert!(g.a.len() >= (r0 + R) * kp && g.panel.len() >= kp * PANEL);
+            let (ap, wp) = (g.a.as_ptr().add(r0 * kp), g.panel.as_ptr());
+            for q in 0..kp {
+                let w = wp.add(q * PANEL);
+                let w0: __m512bh = std::mem::transmute(_mm512_loadu_si512(w.cast()));
+                let w1: __m512bh = std::mem::transmute(_mm512_loadu_si512(w.add(16).cast()));
+                let w2: __m512bh = std::mem::transmute(_mm512_loadu_si512(w.add(32).cast()));
+                for (r, s) in acc.iter_mut().enumerate() {
+                    let b: __m512bh =
+                        std::mem::transmute(_mm512_set1_epi32(*ap.add(r * kp + q) as i32));
+                    s[0] = _mm512_dpbf16_ps(s[0], b, w0);
+                    s[1] = _mm512_dpbf16_ps(s[1], b, w1);
+                    s[2] = _mm512_dpbf16_ps(s[2], b, w2);
+                }
             }
         }
         crate::ops::tiles::avx512::store_tile(&acc, y, ys, cols);

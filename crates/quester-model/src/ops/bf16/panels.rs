@@ -1,7 +1,7 @@
 //! A right-hand matrix packed as bf16 pairs in panels, and products against it.
 
 use super::convert::{bf16_bits, convert, interleave};
-use super::kernel::panel_product;
+use super::kernel::{panel_product, Segment};
 use super::Bf16Kernel;
 use crate::ops::tiles::{SharedOut, TILE_ROWS};
 use candle_core::{bail, Result};
@@ -116,9 +116,42 @@ impl Bf16Panels {
 
     /// y [m, n] = A [m, k] . B^T, element (i, kk) of A at `a[i * rs + kk * cs]`.
     pub fn matmul_strided(&self, a: &[f32], m: usize, strides: Strides) -> Result<Vec<f32>> {
+        self.product(a, m, strides, None)
+    }
+
+    /// y [m, n] = A [m, k] . B^T + A2 [m, k2] . B2^T for row-major A and A2, with `b2` packed
+    /// for the same n and kernel: both products accumulate into the same f32 sums, one pass
+    /// over y (a LoRA projection's base and low-rank update together).
+    pub fn matmul_plus(
+        &self,
+        a: &[f32],
+        m: usize,
+        (b2, a2): (&Bf16Panels, &[f32]),
+    ) -> Result<Vec<f32>> {
+        if b2.n != self.n || b2.kernel != self.kernel {
+            bail!(
+                "bf16 matmul: a second product of {} columns on {} against {} on {}",
+                b2.n,
+                b2.kernel.name(),
+                self.n,
+                self.kernel.name()
+            );
+        }
+        check_bounds("A2", a2.len(), (m, b2.k), (b2.k, 1))?;
+        self.product(a, m, (self.k, 1), Some((b2, a2)))
+    }
+
+    fn product(
+        &self,
+        a: &[f32],
+        m: usize,
+        strides: Strides,
+        second: Option<(&Bf16Panels, &[f32])>,
+    ) -> Result<Vec<f32>> {
         let (n, k, kp, kernel) = (self.n, self.k, self.kp, self.kernel);
         check_bounds("A", a.len(), (m, k), strides)?;
-        if m == 0 || n == 0 || k == 0 {
+        let second = second.filter(|(b2, _)| b2.k > 0);
+        if m == 0 || n == 0 || (k == 0 && second.is_none()) {
             return Ok(vec![0f32; m * n]);
         }
         // Every element is written below (each task its rows and panels, together all of
@@ -127,12 +160,13 @@ impl Bf16Panels {
         let step = kernel.row_step();
         let padded = m.div_ceil(step) * step;
         let pairs = to_pairs(a, (m, k), strides, (padded, kp));
+        let pairs2 = second.map(|(b2, a2)| to_pairs(a2, (m, b2.k), (b2.k, 1), (padded, b2.kp)));
         let panels = n.div_ceil(PANEL);
         // Row blocks: AMX's is fixed (it chunks k itself); the register tiles' keep their
         // pairs in cache while a task's panels stream past them, in whole tiles of 8 rows.
         let block = match kernel {
             Bf16Kernel::Amx => super::amx::BLOCK_ROWS,
-            _ => (BLOCK_BYTES / (4 * kp)).max(TILE_ROWS) / TILE_ROWS * TILE_ROWS,
+            _ => (BLOCK_BYTES / (4 * kp.max(1))).max(TILE_ROWS) / TILE_ROWS * TILE_ROWS,
         };
         let blocks = m.div_ceil(block);
         let threads = rayon::current_num_threads();
@@ -140,26 +174,41 @@ impl Bf16Panels {
         let run = |rb: usize, ps: std::ops::Range<usize>| {
             let r0 = rb * block;
             let rows = (m - r0).min(block);
-            let ar = &pairs[r0 * kp..(r0 + rows).div_ceil(step) * step * kp];
+            let end = (r0 + rows).div_ceil(step) * step;
             for p in ps {
                 let cols = (n - p * PANEL).min(PANEL);
-                let panel = &self.data[p * kp * PANEL..(p + 1) * kp * PANEL];
+                let first = Segment {
+                    a: &pairs[r0 * kp..end * kp],
+                    kp,
+                    panel: &self.data[p * kp * PANEL..(p + 1) * kp * PANEL],
+                };
+                let both;
+                let segs: &[Segment] = match (second, &pairs2) {
+                    (Some((b2, _)), Some(p2)) => {
+                        let kp2 = b2.kp;
+                        both = [
+                            first,
+                            Segment {
+                                a: &p2[r0 * kp2..end * kp2],
+                                kp: kp2,
+                                panel: &b2.data[p * kp2 * PANEL..(p + 1) * kp2 * PANEL],
+                            },
+                        ];
+                        &both
+                    }
+                    _ => std::slice::from_ref(&first),
+                };
                 // SAFETY: the kernel is available (checked at packing) and the pairs are laid
-                // out for it; this task writes rows r0..r0+rows, columns p*48..p*48+cols of y
-                // (m x n); no two tasks share a (row block, panel).
+                // out for it (both operands packed for the same kernel); a segment has k > 0
+                // (checked above); this task writes rows r0..r0+rows, columns p*48..p*48+cols
+                // of y (m x n); no two tasks share a (row block, panel).
                 unsafe {
-                    panel_product(
-                        kernel,
-                        ar,
-                        rows,
-                        kp,
-                        panel,
-                        (y_ptr.at(r0 * n + p * PANEL), n, cols),
-                    )
+                    panel_product(kernel, rows, segs, (y_ptr.at(r0 * n + p * PANEL), n, cols))
                 };
             }
         };
-        if threads > 1 && m * n * k >= PAR_MIN_FLOPS {
+        let k_all = k + second.map_or(0, |(b2, _)| b2.k);
+        if threads > 1 && m * n * k_all >= PAR_MIN_FLOPS {
             // A few tasks per thread, so an uneven split still keeps every core busy.
             let per = (panels * blocks)
                 .div_ceil(threads * 4)
@@ -179,6 +228,9 @@ impl Bf16Panels {
         // panel, each kernel storing all `rows` x `cols` of its part).
         unsafe { y.set_len(m * n) };
         super::pool::give(pairs);
+        if let Some(p2) = pairs2 {
+            super::pool::give(p2);
+        }
         Ok(y)
     }
 
@@ -256,6 +308,9 @@ fn to_pairs(
     // Stale values: each task zeroes the padding of its rows (pairs past k, rows past m) and
     // writes the rest.
     let mut pairs = super::pool::take(padded * kp);
+    if kp == 0 {
+        return pairs;
+    }
     // Rows per parallel task: a task's rows of pairs stay in cache while it fills them.
     let rows_per = 64;
     let parallel = m * k >= 1 << 16;
@@ -471,6 +526,38 @@ mod tests {
                     .unwrap();
                 assert_close(&y, &reference(&a, &b, (m, k, n)), k);
             }
+        }
+    }
+
+    /// A sum of two products in one pass equals the two products of the rounded operands
+    /// added, on every kernel: ragged rows, columns and both k (one of them a LoRA rank), a
+    /// first k past one AMX chunk, and an empty first product.
+    #[test]
+    fn a_second_product_adds_into_the_first() {
+        for kernel in kernels() {
+            for &(m, k, k2, n) in &[
+                (13, 37, 16, 50),
+                (40, 1100, 16, 96),
+                (300, 64, 5, 17),
+                (7, 0, 16, 20),
+            ] {
+                let (a, b) = (data(m * k, 11), data(n * k, 12));
+                let (a2, b2) = (data(m * k2, 13), data(n * k2, 14));
+                let p1 = Bf16Panels::pack_for(kernel, &b, (n, k), (k, 1)).unwrap();
+                let p2 = Bf16Panels::pack_for(kernel, &b2, (n, k2), (k2, 1)).unwrap();
+                let y = p1.matmul_plus(&a, m, (&p2, &a2)).unwrap();
+                let want: Vec<f64> = reference(&a, &b, (m, k, n))
+                    .iter()
+                    .zip(reference(&a2, &b2, (m, k2, n)))
+                    .map(|(x, y)| x + y)
+                    .collect();
+                assert_close(&y, &want, k + k2);
+            }
+            // The second product must have B's columns and kernel, and A2 its rows.
+            let p1 = Bf16Panels::pack_for(kernel, &data(40, 1), (10, 4), (4, 1)).unwrap();
+            let p2 = Bf16Panels::pack_for(kernel, &data(36, 2), (9, 4), (4, 1)).unwrap();
+            assert!(p1.matmul_plus(&data(8, 3), 2, (&p2, &data(8, 4))).is_err());
+            assert!(p1.matmul_plus(&data(8, 3), 2, (&p1, &data(7, 4))).is_err());
         }
     }
 
