@@ -2,7 +2,7 @@
 
 use candle_core::{DType, Device, Tensor};
 use quester_model::gradcheck::check_var_gradients;
-use quester_model::{Architecture, LoraConfig, Model, ModelConfig};
+use quester_model::{Architecture, LoraConfig, Model, ModelConfig, Precision};
 
 const VOCAB: usize = 40;
 
@@ -128,6 +128,40 @@ fn lora_starts_as_identity_and_trains_only_adapters() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("qkv") && err.contains("q_proj"), "{err}");
+}
+
+/// Under a bf16 adapter, scoring (no graph: the old log-probs rescored before an update) runs
+/// the training forward's op, so both give the same log-probs to the bit and a PPO ratio
+/// starts at exactly 1. Without bf16 hardware the portable bf16 kernel runs the same path.
+#[test]
+fn bf16_lora_scoring_gives_the_training_forwards_bits() {
+    let mut model = Model::tiny_random(&ModelConfig::tiny(Architecture::Llama, VOCAB), 5).unwrap();
+    model
+        .attach_lora(&LoraConfig {
+            rank: 16,
+            alpha: 32.0,
+            ..Default::default()
+        })
+        .unwrap();
+    for (name, v) in model.trainable_vars() {
+        if name.contains("lora_B") {
+            v.set(&Tensor::randn(0f32, 0.3, v.shape(), &Device::Cpu).unwrap())
+                .unwrap();
+        }
+    }
+    model.set_precision(Precision::Bf16);
+    let (ids, mask) = ids_and_mask();
+    let tracked: Vec<Vec<f32>> = model
+        .token_logprobs(&ids, &mask, 1)
+        .unwrap()
+        .to_vec2()
+        .unwrap();
+    let scored: Vec<Vec<f32>> = model
+        .token_logprobs_detached(&ids, &mask, 1)
+        .unwrap()
+        .to_vec2()
+        .unwrap();
+    assert_eq!(tracked, scored);
 }
 
 #[test]

@@ -177,35 +177,15 @@ impl Linear {
         let mut dims = x.dims().to_vec();
         let inp = dims.last().copied().unwrap_or(0);
         let x2 = x.reshape((x.elem_count() / inp.max(1), inp))?;
-        let y = match (&self.lora, grad) {
+        let y = match &self.lora {
             // Training under LoRA: one fused op keeps only x, A and B for the backward pass.
-            (Some(l), true) => {
-                let (w, bias) = (
-                    pick(&self.weight, false),
-                    self.bias.as_ref().map(|b| pick(b, false)),
-                );
-                let (a, b) = (pick(&l.a, true), pick(&l.b, true));
-                match self.packed_base(&x2)? {
-                    Some(p) => crate::ops::lora_linear_packed(
-                        &x2,
-                        (&w, &p),
-                        bias.as_ref(),
-                        &a,
-                        &b,
-                        l.scale,
-                    )?,
-                    None => crate::ops::lora_linear(
-                        &x2,
-                        &w,
-                        bias.as_ref(),
-                        &a,
-                        &b,
-                        l.scale,
-                        self.precision,
-                    )?,
-                }
-            }
-            // Generation (nothing tracked) or full fine-tuning (no adapter, base tracked).
+            Some(l) if grad => self.adapter_op(&x2, l, true)?,
+            // Scoring under LoRA in bf16: the training op itself, untracked, so log-probs
+            // rescored before an update are the training forward's to the bit (there the
+            // update's share is a bf16 product, in the generic path below an f32 one).
+            Some(l) if self.packed_base(&x2)?.is_some() => self.adapter_op(&x2, l, false)?,
+            // Generation and f32 scoring (nothing tracked) or full fine-tuning (no adapter, base
+            // tracked).
             _ => {
                 let y = if grad {
                     full_matmul(&x2, &pick(&self.weight, true), self.precision)?
@@ -220,6 +200,20 @@ impl Linear {
             *last = self.out_dim();
         }
         y.reshape(dims)
+    }
+
+    /// The fused LoRA op on `x2` [rows, in], with the adapter tracked or not (the frozen base
+    /// never is).
+    fn adapter_op(&self, x2: &Tensor, l: &LoraAdapter, track: bool) -> Result<Tensor> {
+        let (w, bias) = (
+            pick(&self.weight, false),
+            self.bias.as_ref().map(|b| pick(b, false)),
+        );
+        let (a, b) = (pick(&l.a, track), pick(&l.b, track));
+        match self.packed_base(x2)? {
+            Some(p) => crate::ops::lora_linear_packed(x2, (&w, &p), bias.as_ref(), &a, &b, l.scale),
+            None => crate::ops::lora_linear(x2, &w, bias.as_ref(), &a, &b, l.scale, self.precision),
+        }
     }
 
     /// [`Linear::forward`], with the base product read from `packed` (W packed for generation)
