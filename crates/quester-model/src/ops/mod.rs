@@ -136,8 +136,13 @@ pub(crate) mod test_util {
 
     /// The largest |a - b| of two f32 tensors of one shape.
     pub(crate) fn max_abs_diff(a: &Tensor, b: &Tensor) -> f32 {
-        (a - b)
-            .and_then(|d| d.abs()?.max_all()?.to_scalar::<f32>())
-            .expect("tensors of one shape")
+        (a - b).map(|d| max_abs(&d)).expect("tensors of one shape")
+    }
+
+    /// The largest |x| of an f32 tensor.
+    pub(crate) fn max_abs(x: &Tensor) -> f32 {
+        x.abs()
+            .and_then(|d| d.max_all()?.to_scalar::<f32>())
+            .expect("an f32 tensor")
     }
 }
