@@ -10,8 +10,7 @@
 use super::bf16::Bf16Panels;
 use super::bf16_linear::FrozenBf16;
 use super::gemm::product;
-use super::low_rank::transpose;
-use super::low_rank::LowRank;
+use super::low_rank::{transpose, LowRank};
 use super::{contiguous, host, Float};
 use crate::precision::Precision;
 use candle_core::{bail, CpuStorage, CustomOp3, DType, Layout, Result, Shape, Tensor, WithDType};

@@ -103,29 +103,37 @@ pub(super) unsafe fn panel_product(
                 (y.add(t * ROWS * ys), ys)
             }
         };
-        // k chunks of every segment in order; a short last segment (a LoRA rank) rides along
-        // with the chunk before it, so its products add into the tiles before they are
-        // stored instead of loading and storing every accumulator once more.
-        let mut chunks: Vec<Vec<tiles::Part>> = Vec::new();
-        for (i, g) in segs.iter().enumerate() {
-            let joins = i > 0 && g.kp <= K_CHUNK && !chunks.is_empty();
+        // k chunks of every segment in order; a short segment (a LoRA rank) after a non-empty
+        // one rides along with that one's last chunk, so its products add into the tiles
+        // before they are stored instead of loading and storing every accumulator once more.
+        let whole = |g: &super::kernel::Segment, k0: usize| tiles::Part {
+            a: g.a.as_ptr().add(k0),
+            kp: g.kp,
+            panel: g.panel.as_ptr().add(k0 * PANEL),
+            steps: (g.kp - k0).min(K_CHUNK) / K_PAIRS,
+        };
+        let (mut i, mut chunk) = (0, 0);
+        while i < segs.len() {
+            let g = &segs[i];
+            let rider = segs
+                .get(i + 1)
+                .filter(|r| g.kp > 0 && r.kp > 0 && r.kp <= K_CHUNK);
             for k0 in (0..g.kp).step_by(K_CHUNK) {
-                let part = tiles::Part {
-                    a: g.a.as_ptr().add(k0),
-                    kp: g.kp,
-                    panel: g.panel.as_ptr().add(k0 * PANEL),
-                    steps: (g.kp - k0).min(K_CHUNK) / K_PAIRS,
+                let both;
+                let part = [whole(g, k0)];
+                let parts: &[tiles::Part] = match rider {
+                    Some(r) if k0 + K_CHUNK >= g.kp => {
+                        both = [part[0], whole(r, 0)];
+                        &both
+                    }
+                    _ => &part,
                 };
-                match chunks.last_mut() {
-                    Some(last) if joins => last.push(part),
-                    _ => chunks.push(vec![part]),
+                for t in 0..blocks {
+                    tiles::block(parts, t * ROWS, dest(t), chunk > 0);
                 }
+                chunk += 1;
             }
-        }
-        for (c, parts) in chunks.iter().enumerate() {
-            for t in 0..blocks {
-                tiles::block(parts, t * ROWS, dest(t), c > 0);
-            }
+            i += if rider.is_some() { 2 } else { 1 };
         }
         for t in (0..blocks).filter(|&t| partial(t)) {
             for r in 0..(rows - t * ROWS).min(ROWS) {
@@ -238,6 +246,7 @@ mod tiles {
 
     /// Rows of A as pairs (row stride `kp`) from some k on, against a panel from the same k,
     /// for `steps` steps of 16 pairs.
+    #[derive(Clone, Copy)]
     pub(super) struct Part {
         pub(super) a: *const u32,
         pub(super) kp: usize,
