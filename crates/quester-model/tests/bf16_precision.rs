@@ -7,7 +7,7 @@
 
 use candle_core::{Device, Tensor, D};
 use quester_model::generate::{generate, GenerationOutput, GenerationRequest, SamplingParams};
-use quester_model::{load_default, ChatMessage, LoadedModel, Model, Precision};
+use quester_model::{load_default, ChatMessage, LoadedModel, LoraConfig, Model, Precision};
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
@@ -159,6 +159,61 @@ fn bf16_moves_log_probs_by_little_and_rollouts_agree_with_training() {
         "bf16 rollout/training gap {gap16:?}"
     );
     assert!(gap32.1 < 1e-3, "f32 rollout/training gap {gap32:?}");
+}
+
+/// The default model in `p` with a LoRA adapter on every projection whose B is moved away from
+/// zero (seeded normal values, as after some training), so the update's share of each
+/// projection counts.
+fn adapted_in(p: Precision) -> Model {
+    let mut m = model_in(p);
+    m.attach_lora(&LoraConfig::default()).unwrap();
+    for (i, (name, var)) in m.lora_weights().into_iter().enumerate() {
+        if name.ends_with("lora_B.weight") {
+            let t = var.as_tensor();
+            // Fixed values (a hash of the index) rather than candle's unseeded randn.
+            let n = t.elem_count();
+            let vals: Vec<f32> = (0..n)
+                .map(|j| (((j * 7919 + i * 104_729) % 2003) as f32 / 1001.0 - 1.0) * 0.02)
+                .collect();
+            var.set(&Tensor::from_vec(vals, t.dims(), &Device::Cpu).unwrap())
+                .unwrap();
+        }
+    }
+    m
+}
+
+/// With a trained-looking adapter, rollouts and training still compute one policy in bf16:
+/// decoding applies the adapter as the training op does (its share a bf16 product inside the
+/// base's accumulators), so the gap is the base model's.
+#[test]
+fn with_an_adapter_rollouts_agree_with_training_in_bf16() {
+    let lm = loaded();
+    let reqs = requests();
+    let (a16, a32) = (adapted_in(Precision::Bf16), adapted_in(Precision::F32));
+    let outs16 = generate(&a16, &lm.tokenizer, &reqs).unwrap();
+    let outs32 = generate(&a32, &lm.tokenizer, &reqs).unwrap();
+    let gap16 = rollout_training_gap(&a16, &reqs, &outs16);
+    let gap32 = rollout_training_gap(&a32, &reqs, &outs32);
+    // The adapter is really in use: the base model scores the same text differently.
+    let base = model_in(Precision::Bf16);
+    let shift = rollout_training_gap(&base, &reqs, &outs16);
+    eprintln!(
+        "with an adapter, rollout vs training log-probs |d|: bf16 mean {:.2e} max {:.2e}; \
+         f32 mean {:.2e} max {:.2e}; adapter vs base on the same text: mean {:.2e}",
+        gap16.0, gap16.1, gap32.0, gap32.1, shift.0
+    );
+    assert!(
+        shift.0 > 0.05,
+        "the adapter barely changes the policy: {shift:?}"
+    );
+    assert!(
+        gap16.0 < 0.03 && gap16.1 < 0.5,
+        "bf16 rollout/training gap with an adapter {gap16:?}"
+    );
+    assert!(
+        gap32.1 < 1e-3,
+        "f32 rollout/training gap with an adapter {gap32:?}"
+    );
 }
 
 /// The transformers fixture of default_model.rs, scored in bf16: the shift from the reference.

@@ -225,7 +225,19 @@ impl Linear {
         grad: bool,
     ) -> Result<Tensor> {
         match packed {
-            Some(p) if !grad => self.add_bias_and_adapter(p.matmul(x)?, x, false),
+            Some(p) if !grad => {
+                // In bf16 the adapter's share is the training op's bf16 product (rollouts and
+                // training then compute the same policy); elsewhere an f32 product beside it.
+                if let Some(l) = &self.lora {
+                    if let Some(y) = p.matmul_lora(x, l.a.as_tensor(), l.b.as_tensor(), l.scale)? {
+                        return match &self.bias {
+                            Some(b) => y.broadcast_add(&pick(b, false)),
+                            None => Ok(y),
+                        };
+                    }
+                }
+                self.add_bias_and_adapter(p.matmul(x)?, x, false)
+            }
             _ => self.forward(x, grad),
         }
     }

@@ -129,8 +129,6 @@ impl LoraLinear {
         (rows, inp, out, r): (usize, usize, usize, usize),
     ) -> Result<(Vec<f32>, Vec<f32>, Vec<f32>)> {
         let s = self.scale as f32;
-        let gb = f32::x_m(g, b, rows, out, r);
-        let sgb: Vec<f32> = gb.iter().map(|&v| v * s).collect();
         let packed_w;
         let wt_panels = match &self.packed {
             Some(p) => p.panels().1,
@@ -141,8 +139,16 @@ impl LoraLinear {
         };
         // A [r, in] as the second product's B [in, r]: element (i, j) at a[j * in + i].
         let a_panels = Bf16Panels::pack_for(wt_panels.kernel(), a, (inp, r), (1, inp))?;
-        let dx = wt_panels.matmul_plus(g, rows, (&a_panels, &sgb))?;
-        let (da, db) = factor_grads(x, a, g, &gb, u, (rows, inp, out, r), s);
+        let recomputed;
+        let u = match u {
+            Some(u) => u,
+            None => {
+                recomputed = f32::x_m(x, &transpose(a, r, inp), rows, inp, r);
+                &recomputed
+            }
+        };
+        let (dx, da, db) =
+            super::lora_bf16::backward((wt_panels, &a_panels), x, b, g, u, (rows, inp, out, r), s)?;
         Ok((dx, da, db))
     }
 }
@@ -215,11 +221,16 @@ impl CustomOp3 for LoraLinear {
                 }
             };
             // y = x W^T + (s u) B^T in one pass of bf16 products: the update adds into the
-            // base's accumulators instead of a second pass over y.
-            let u = f32::x_m(x, &transpose(a, r, inp), rows, inp, r);
-            let su: Vec<f32> = u.iter().map(|&v| v * self.scale as f32).collect();
+            // base's accumulators instead of a second pass over y; u = x A^T is computed on
+            // each block of x as it is converted.
             let b_panels = Bf16Panels::pack_for(w_panels.kernel(), b, (out, r), (r, 1))?;
-            let mut y = w_panels.matmul_plus(x, rows, (&b_panels, &su))?;
+            let (mut y, u) = super::lora_bf16::forward(
+                (w_panels, &b_panels),
+                x,
+                a,
+                (rows, inp, r),
+                self.scale as f32,
+            )?;
             if let Some(bias) = bias {
                 for row in y.chunks_mut(out) {
                     row.iter_mut().zip(bias).for_each(|(v, &c)| *v += c);

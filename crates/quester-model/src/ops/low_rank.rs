@@ -145,6 +145,63 @@ impl LowRank for f32 {
     }
 }
 
+/// `o [rows, r] = x [rows, k] . m [k, r]` on the calling thread: for a block of rows a caller
+/// already holds in cache (see `ops::lora_bf16`).
+pub(crate) fn x_m_block(x: &[f32], m: &[f32], o: &mut [f32], rows: usize, k: usize, r: usize) {
+    assert!(
+        x.len() >= rows * k && m.len() == k * r && o.len() >= rows * r,
+        "x_m_block: shapes"
+    );
+    if fast(r) {
+        // SAFETY: AVX-512F is present (`fast`); rows x k of x, all of m and rows x r of o are
+        // in range (asserted above).
+        #[cfg(target_arch = "x86_64")]
+        unsafe {
+            avx512::x_m(x, m, o, rows, k, r)
+        };
+        return;
+    }
+    for i in 0..rows {
+        let oi = &mut o[i * r..(i + 1) * r];
+        oi.fill(0.0);
+        for kk in 0..k {
+            let xv = x[i * k + kk];
+            oi.iter_mut()
+                .zip(&m[kk * r..(kk + 1) * r])
+                .for_each(|(o, &mv)| *o += xv * mv);
+        }
+    }
+}
+
+/// `o [n, r] = x^T . v` for `x [rows, n]` and `v [rows, r]` on the calling thread (see
+/// [`x_m_block`]).
+pub(crate) fn xt_v_block(x: &[f32], v: &[f32], o: &mut [f32], rows: usize, n: usize, r: usize) {
+    assert!(
+        x.len() >= rows * n && v.len() >= rows * r && o.len() == n * r,
+        "xt_v_block: shapes"
+    );
+    o.fill(0.0);
+    if fast(r) {
+        // SAFETY: AVX-512F is present; columns 0..n of rows 0..rows of x, those rows of v and
+        // all of o (zeroed above) are in range.
+        #[cfg(target_arch = "x86_64")]
+        unsafe {
+            avx512::xt_v(x, v, o, (0, n), rows, n, r, 1.0)
+        };
+        return;
+    }
+    for i in 0..rows {
+        let vi = &v[i * r..(i + 1) * r];
+        for c in 0..n {
+            let xv = x[i * n + c];
+            o[c * r..(c + 1) * r]
+                .iter_mut()
+                .zip(vi)
+                .for_each(|(o, &vv)| *o += xv * vv);
+        }
+    }
+}
+
 /// `[cols, rows]` from a row-major `[rows, cols]`.
 pub(crate) fn transpose<T: Copy>(m: &[T], rows: usize, cols: usize) -> Vec<T> {
     (0..cols)

@@ -38,6 +38,7 @@ mod frozen_matmul;
 mod gemm;
 mod gemv;
 mod logprob;
+mod lora_bf16;
 mod lora_linear;
 mod low_rank;
 mod packed_matmul;

@@ -187,6 +187,58 @@ impl PackedMatrix {
     }
 }
 
+impl PackedMatrix {
+    /// `y = x W^T + scale (x A^T) B^T` for an untracked LoRA adapter (A [r, inp], B [out, r])
+    /// when W is packed in bf16, computed as the training op computes it: the update's share is
+    /// a bf16 product added into the base's accumulators. A row's outputs are then bit for bit
+    /// those of the training forward on the same row, so rollouts sample from the policy that
+    /// training scores. `None` for f32 panels (there the adapter stays an f32 product beside
+    /// the base, as in training).
+    pub fn matmul_lora(
+        &self,
+        x: &Tensor,
+        a: &Tensor,
+        b: &Tensor,
+        scale: f64,
+    ) -> Result<Option<Tensor>> {
+        let Panels::Bf16(panels) = &self.data else {
+            return Ok(None);
+        };
+        let dims = x.dims().to_vec();
+        let (r, a_in) = a.dims2()?;
+        if dims.last() != Some(&self.inp) || a_in != self.inp || b.dims2()? != (self.out, r) {
+            bail!(
+                "packed lora matmul: x {:?}, a {:?}, b {:?} against W [{}, {}]",
+                dims,
+                a.dims(),
+                b.dims(),
+                self.out,
+                self.inp
+            );
+        }
+        let rows = x.elem_count() / self.inp.max(1);
+        let f32s = |t: &Tensor| {
+            t.flatten_all()?
+                .to_dtype(candle_core::DType::F32)?
+                .to_vec1()
+        };
+        let (xs, as_, bs) = (f32s(x)?, f32s(a)?, f32s(b)?);
+        let b_panels = Bf16Panels::pack_for(panels.kernel(), &bs, (self.out, r), (r, 1))?;
+        let (y, _) = super::lora_bf16::forward(
+            (panels, &b_panels),
+            &xs,
+            &as_,
+            (rows, self.inp, r),
+            scale as f32,
+        )?;
+        let mut out_dims = dims;
+        if let Some(last) = out_dims.last_mut() {
+            *last = self.out;
+        }
+        Ok(Some(Tensor::from_vec(y, out_dims, x.device())?))
+    }
+}
+
 struct PackedOp<'a>(&'a PackedMatrix);
 
 impl CustomOp1 for PackedOp<'_> {
@@ -313,6 +365,34 @@ mod tests {
                 .matmul_slice(&x, rows);
             assert_x_wt(&y, &x, &w, (rows, inp, out), 1e-5);
         }
+    }
+
+    #[test]
+    fn an_adapter_on_bf16_panels_gives_the_training_ops_bits_row_by_row() {
+        use candle_core::Device;
+        let (rows, inp, out, r) = (19, 64, 96, 16);
+        let dev = Device::Cpu;
+        let t = |v: Vec<f32>, d: (usize, usize)| Tensor::from_vec(v, d, &dev).unwrap();
+        let (w, x) = (data(out * inp, 5), data(rows * inp, 6));
+        let (a, b) = (t(data(r * inp, 7), (r, inp)), t(data(out * r, 8), (out, r)));
+        let packed = PackedMatrix::pack_in(&w, out, inp, Precision::Bf16).unwrap();
+        let wt = t(w.clone(), (out, inp));
+        let frozen = std::sync::Arc::new(crate::ops::FrozenBf16::pack(&wt).unwrap());
+        let xt = t(x.clone(), (rows, inp));
+        let train = crate::ops::lora_linear_packed(&xt, (&wt, &frozen), None, &a, &b, 2.0)
+            .unwrap()
+            .to_vec2::<f32>()
+            .unwrap();
+        // Decoding one row at a time, as a token step of a batch of one would.
+        for (i, want) in train.iter().enumerate() {
+            let row = t(x[i * inp..(i + 1) * inp].to_vec(), (1, inp));
+            let got = packed.matmul_lora(&row, &a, &b, 2.0).unwrap().unwrap();
+            assert_eq!(&got.to_vec2::<f32>().unwrap()[0], want, "row {i}");
+        }
+        let f32_panels = PackedMatrix::pack(&w, out, inp).unwrap();
+        assert!(f32_panels.matmul_lora(&xt, &a, &b, 2.0).unwrap().is_none());
+        let wrong = t(data(out * 8, 9), (out, 8));
+        assert!(packed.matmul_lora(&xt, &a, &wrong, 2.0).is_err());
     }
 
     #[test]

@@ -26,10 +26,12 @@ mod kernel;
 mod panels;
 pub mod peak;
 mod pool;
+mod rows;
 
 #[cfg(test)]
 pub(crate) use convert::round_to_bf16;
 pub use panels::Bf16Panels;
+pub use rows::Bf16Rows;
 
 /// True where the AVX512-BF16 kernel runs; elsewhere [`Bf16Panels`] computes the same values
 /// with a portable loop (correct, several times slower than the f32 path).

@@ -2,6 +2,7 @@
 
 use super::convert::{bf16_bits, convert, interleave};
 use super::kernel::{panel_product, Segment};
+use super::rows::Bf16Rows;
 use super::Bf16Kernel;
 use crate::ops::tiles::{SharedOut, TILE_ROWS};
 use candle_core::{bail, Result};
@@ -141,6 +142,45 @@ impl Bf16Panels {
         self.product(a, m, (self.k, 1), Some((b2, a2)))
     }
 
+    /// y [m, n] = A . B^T (+ A2 . B2^T) for an A converted once beforehand (and shared, or
+    /// converted together with other work on its rows: [`Bf16Rows::convert_then`]); the bits of
+    /// [`Self::matmul`] / [`Self::matmul_plus`] on the same values.
+    pub fn matmul_rows(
+        &self,
+        a: &Bf16Rows,
+        second: Option<(&Bf16Panels, &Bf16Rows)>,
+    ) -> Result<Vec<f32>> {
+        self.check_rows("A", a, self)?;
+        if let Some((b2, a2)) = second {
+            self.check_rows("A2", a2, b2)?;
+            if b2.n != self.n || a2.m() != a.m() {
+                bail!(
+                    "bf16 matmul: a second product of {} columns and {} rows against {} and {}",
+                    b2.n,
+                    a2.m(),
+                    self.n,
+                    a.m()
+                );
+            }
+        }
+        let second = second.map(|(b2, a2)| (b2, a2.pairs()));
+        Ok(self.product_pairs(a.pairs(), a.m(), second))
+    }
+
+    /// Whether `rows` were converted for products against `b` (same k and kernel).
+    fn check_rows(&self, what: &str, rows: &Bf16Rows, b: &Bf16Panels) -> Result<()> {
+        if rows.k() != b.k || rows.kernel() != b.kernel || rows.kernel() != self.kernel {
+            bail!(
+                "bf16 matmul: {what} of {} columns converted for {}, against {} on {}",
+                rows.k(),
+                rows.kernel().name(),
+                b.k,
+                b.kernel.name()
+            );
+        }
+        Ok(())
+    }
+
     fn product(
         &self,
         a: &[f32],
@@ -148,19 +188,41 @@ impl Bf16Panels {
         strides: Strides,
         second: Option<(&Bf16Panels, &[f32])>,
     ) -> Result<Vec<f32>> {
-        let (n, k, kp, kernel) = (self.n, self.k, self.kp, self.kernel);
+        let (k, kp, kernel) = (self.k, self.kp, self.kernel);
         check_bounds("A", a.len(), (m, k), strides)?;
+        let padded = m.div_ceil(kernel.row_step()) * kernel.row_step();
+        let pairs = to_pairs(a, (m, k), strides, (padded, kp), &|_, _| {});
+        let pairs2 =
+            second.map(|(b2, a2)| to_pairs(a2, (m, b2.k), (b2.k, 1), (padded, b2.kp), &|_, _| {}));
+        let y = self.product_pairs(
+            &pairs,
+            m,
+            second.zip(pairs2.as_deref()).map(|((b2, _), p2)| (b2, p2)),
+        );
+        super::pool::give(pairs);
+        if let Some(p2) = pairs2 {
+            super::pool::give(p2);
+        }
+        Ok(y)
+    }
+
+    /// The product of A's pairs (rows padded to the kernel's row step, `kp` pairs a row) and
+    /// optionally a second product's, against these panels.
+    fn product_pairs(
+        &self,
+        pairs: &[u32],
+        m: usize,
+        second: Option<(&Bf16Panels, &[u32])>,
+    ) -> Vec<f32> {
+        let (n, k, kp, kernel) = (self.n, self.k, self.kp, self.kernel);
         let second = second.filter(|(b2, _)| b2.k > 0);
         if m == 0 || n == 0 || (k == 0 && second.is_none()) {
-            return Ok(vec![0f32; m * n]);
+            return vec![0f32; m * n];
         }
         // Every element is written below (each task its rows and panels, together all of
         // them), so the output is not zeroed first: that pass cost as much as a small product.
         let mut y: Vec<f32> = Vec::with_capacity(m * n);
         let step = kernel.row_step();
-        let padded = m.div_ceil(step) * step;
-        let pairs = to_pairs(a, (m, k), strides, (padded, kp));
-        let pairs2 = second.map(|(b2, a2)| to_pairs(a2, (m, b2.k), (b2.k, 1), (padded, b2.kp)));
         let panels = n.div_ceil(PANEL);
         // Row blocks: AMX's is fixed (it chunks k itself); the register tiles' keep their
         // pairs in cache while a task's panels stream past them, in whole tiles of 8 rows.
@@ -183,8 +245,8 @@ impl Bf16Panels {
                     panel: &self.data[p * kp * PANEL..(p + 1) * kp * PANEL],
                 };
                 let both;
-                let segs: &[Segment] = match (second, &pairs2) {
-                    (Some((b2, _)), Some(p2)) => {
+                let segs: &[Segment] = match second {
+                    Some((b2, p2)) => {
                         let kp2 = b2.kp;
                         both = [
                             first,
@@ -196,12 +258,13 @@ impl Bf16Panels {
                         ];
                         &both
                     }
-                    _ => std::slice::from_ref(&first),
+                    None => std::slice::from_ref(&first),
                 };
                 // SAFETY: the kernel is available (checked at packing) and the pairs are laid
-                // out for it (both operands packed for the same kernel); a segment has k > 0
-                // (checked above); this task writes rows r0..r0+rows, columns p*48..p*48+cols
-                // of y (m x n); no two tasks share a (row block, panel).
+                // out for it (both operands packed for the same kernel, rows padded to its
+                // step); a segment has k > 0 (checked above); this task writes rows
+                // r0..r0+rows, columns p*48..p*48+cols of y (m x n); no two tasks share a
+                // (row block, panel).
                 unsafe {
                     panel_product(kernel, rows, segs, (y_ptr.at(r0 * n + p * PANEL), n, cols))
                 };
@@ -227,11 +290,7 @@ impl Bf16Panels {
         // SAFETY: the tasks above wrote all m x n elements (every row block against every
         // panel, each kernel storing all `rows` x `cols` of its part).
         unsafe { y.set_len(m * n) };
-        super::pool::give(pairs);
-        if let Some(p2) = pairs2 {
-            super::pool::give(p2);
-        }
-        Ok(y)
+        y
     }
 
     /// Bytes held.
@@ -298,21 +357,30 @@ fn pack_panel(src: &[f32], (n, k): (usize, usize), (rs, cs): Strides, p: usize, 
     }
 }
 
+/// Rows per task of [`to_pairs`]: a task's rows of pairs (and of A) stay in cache while it fills
+/// them and runs its hook on them.
+pub(super) const CHUNK_ROWS: usize = 64;
+
 /// A [m, k] as rows of bf16 pairs [padded][kp], kp >= ceil(k/2) (zeros pad k and the rows).
-fn to_pairs(
+/// `then(i0, rows)` runs on the task that converted rows `i0..i0 + rows` (blocks of
+/// [`CHUNK_ROWS`]) right after it did.
+pub(super) fn to_pairs(
     a: &[f32],
     (m, k): (usize, usize),
     (rs, cs): Strides,
     (padded, kp): (usize, usize),
+    then: &(dyn Fn(usize, usize) + Sync),
 ) -> Vec<u32> {
     // Stale values: each task zeroes the padding of its rows (pairs past k, rows past m) and
     // writes the rest.
     let mut pairs = super::pool::take(padded * kp);
+    let rows_per = CHUNK_ROWS;
     if kp == 0 {
+        for i0 in (0..m).step_by(rows_per) {
+            then(i0, (m - i0).min(rows_per));
+        }
         return pairs;
     }
-    // Rows per parallel task: a task's rows of pairs stay in cache while it fills them.
-    let rows_per = 64;
     let parallel = m * k >= 1 << 16;
     let half = k.div_ceil(2);
     let fill = |(c, chunk): (usize, &mut [u32])| {
@@ -377,6 +445,9 @@ fn to_pairs(
                     chunk[di * kp + q] = u32::from(at(2 * q)) | u32::from(at(2 * q + 1)) << 16;
                 }
             }
+        }
+        if rows > 0 {
+            then(i0, rows);
         }
     };
     if parallel {
