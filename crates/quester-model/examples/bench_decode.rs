@@ -1,9 +1,10 @@
 //! Batched decoding throughput of the default model: N chat prompts x M new tokens, greedy,
 //! EOS ignored so every sequence produces exactly M tokens. Run through bench/decode.sh.
 //!
-//! Usage: bench_decode [N=32] [M=128] [R=1] [--precision f32|bf16|auto] (R repeats the request
-//! sentence, for long prompts: `bench_decode 8 1 40` times the prefill of 8 prompts of about 500
-//! tokens).
+//! Usage: bench_decode [N=32] [M=128] [R=1] [--precision f32|bf16|auto] [--lora] (R repeats the
+//! request sentence, for long prompts: `bench_decode 8 1 40` times the prefill of 8 prompts of
+//! about 500 tokens; `--lora` decodes with the default LoRA adapter attached, as a LoRA run's
+//! rollouts do).
 
 // The allocator of the `quester` binary, so the figures are the binary's.
 #[global_allocator]
@@ -29,6 +30,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     quester_model::threads::share_cores_with_candle();
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let mut choice = PrecisionChoice::F32;
+    let mut lora = false;
     let mut args: Vec<usize> = Vec::new();
     let mut it = argv.iter();
     while let Some(a) = it.next() {
@@ -36,6 +38,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let v = it.next().ok_or("--precision needs f32, bf16 or auto")?;
             choice = serde_json::from_value(serde_json::Value::String(v.clone()))
                 .map_err(|_| format!("--precision {v}: allowed f32, bf16, auto"))?;
+        } else if a == "--lora" {
+            lora = true;
         } else {
             args.push(a.parse().map_err(|_| format!("not a number: {a}"))?);
         }
@@ -47,12 +51,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut lm = load_default()?;
     let (precision, note) = choice.resolve(lm.model.device());
     lm.model.set_precision(precision);
+    if lora {
+        lm.model
+            .attach_lora(&quester_model::LoraConfig::default())?;
+    }
     if let Some(n) = note {
         eprintln!("{n}");
     }
     eprintln!(
-        "loaded in {:.1}s; precision {precision:?}; {}",
+        "loaded in {:.1}s; precision {precision:?}{}; {}",
         t0.elapsed().as_secs_f64(),
+        if lora { " with a LoRA adapter" } else { "" },
         cpu_matrix_features()
     );
     let requests: Vec<GenerationRequest> = (0..n)

@@ -217,25 +217,60 @@ impl PackedMatrix {
             );
         }
         let rows = x.elem_count() / self.inp.max(1);
-        let f32s = |t: &Tensor| {
-            t.flatten_all()?
-                .to_dtype(candle_core::DType::F32)?
-                .to_vec1()
+        let op = PackedLoraOp {
+            panels,
+            inp: self.inp,
+            a: a.detach().contiguous()?,
+            b: b.detach().contiguous()?,
+            scale,
         };
-        let (xs, as_, bs) = (f32s(x)?, f32s(a)?, f32s(b)?);
-        let b_panels = Bf16Panels::pack_for(panels.kernel(), &bs, (self.out, r), (r, 1))?;
-        let (y, _) = super::lora_bf16::forward(
-            (panels, &b_panels),
-            &xs,
-            &as_,
-            (rows, self.inp, r),
-            scale as f32,
-        )?;
+        let y = x
+            .reshape((rows, self.inp))?
+            .contiguous()?
+            .apply_op1_no_bwd(&op)?;
         let mut out_dims = dims;
         if let Some(last) = out_dims.last_mut() {
             *last = self.out;
         }
-        Ok(Some(Tensor::from_vec(y, out_dims, x.device())?))
+        Ok(Some(y.reshape(out_dims)?))
+    }
+}
+
+/// [`PackedMatrix::matmul_lora`] on the input's storage (no copies of x, A or B).
+struct PackedLoraOp<'a> {
+    panels: &'a Bf16Panels,
+    inp: usize,
+    a: Tensor,
+    b: Tensor,
+    scale: f64,
+}
+
+impl CustomOp1 for PackedLoraOp<'_> {
+    fn name(&self) -> &'static str {
+        "quester-packed-lora-matmul"
+    }
+
+    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
+        let (rows, _) = l.shape().dims2()?;
+        let CpuStorage::F32(_) = s else {
+            bail!("packed lora matmul: f32 input expected")
+        };
+        let x = super::contiguous::<f32>(s, l)?;
+        let (ag, bg) = (self.a.storage_and_layout().0, self.b.storage_and_layout().0);
+        let (a, b) = (
+            super::host::<f32>(&self.a, &ag)?,
+            super::host::<f32>(&self.b, &bg)?,
+        );
+        let (out, r) = self.b.dims2()?;
+        let b_panels = Bf16Panels::pack_for(self.panels.kernel(), b, (out, r), (r, 1))?;
+        let (y, _) = super::lora_bf16::forward(
+            (self.panels, &b_panels),
+            x,
+            a,
+            (rows, self.inp, r),
+            self.scale as f32,
+        )?;
+        Ok((CpuStorage::F32(y), Shape::from((rows, out))))
     }
 }
 
