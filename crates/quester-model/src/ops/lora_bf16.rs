@@ -11,7 +11,7 @@
 //! block (nor on the thread count).
 
 use super::bf16::{Bf16Panels, Bf16Rows};
-use super::low_rank::{transpose, x_m_block, xt_v_block};
+use super::low_rank::{transpose, vt_x_block, x_m_block};
 use super::tiles::SharedOut;
 use candle_core::Result;
 use rayon::prelude::*;
@@ -55,7 +55,7 @@ pub(super) fn backward(
 ) -> Result<(Vec<f32>, Vec<f32>, Vec<f32>)> {
     let blocks = rows.div_ceil(Bf16Rows::BLOCK);
     let mut gb = vec![0f32; rows * r];
-    // Each block's share of x^T (g B) [in, r] and g^T u [out, r].
+    // Each block's share of (g B)^T x [r, in] (dA's layout) and u^T g [r, out] (dB^T).
     let mut da_parts = vec![0f32; blocks * inp * r];
     let mut db_parts = vec![0f32; blocks * out * r];
     let (gb_out, da_out, db_out) = (
@@ -75,14 +75,14 @@ pub(super) fn backward(
         };
         let gi = &g[i0 * out..(i0 + n) * out];
         x_m_block(gi, b, gb, n, out, r);
-        xt_v_block(gi, &u[i0 * r..(i0 + n) * r], db, n, out, r);
-        xt_v_block(&x[i0 * inp..(i0 + n) * inp], gb, da, n, inp, r);
+        vt_x_block(gi, &u[i0 * r..(i0 + n) * r], db, n, out, r);
+        vt_x_block(&x[i0 * inp..(i0 + n) * inp], gb, da, n, inp, r);
     })?;
     let sgb: Vec<f32> = gb.iter().map(|&v| v * s).collect();
     let sgb_rows = Bf16Rows::convert(wt.kernel(), &sgb, rows, r)?;
     let dx = wt.matmul_rows(&g_rows, Some((a_panels, &sgb_rows)))?;
-    let da = transpose(&sum_parts(&da_parts, inp * r, s), inp, r);
-    let db = sum_parts(&db_parts, out * r, s);
+    let da = sum_parts(&da_parts, r * inp, s);
+    let db = transpose(&sum_parts(&db_parts, r * out, s), r, out);
     Ok((dx, da, db))
 }
 

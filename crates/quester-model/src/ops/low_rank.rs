@@ -173,31 +173,32 @@ pub(crate) fn x_m_block(x: &[f32], m: &[f32], o: &mut [f32], rows: usize, k: usi
     }
 }
 
-/// `o [n, r] = x^T . v` for `x [rows, n]` and `v [rows, r]` on the calling thread (see
-/// [`x_m_block`]).
-pub(crate) fn xt_v_block(x: &[f32], v: &[f32], o: &mut [f32], rows: usize, n: usize, r: usize) {
+/// `o [r, n] = v^T . x` for `x [rows, n]` and `v [rows, r]` on the calling thread (see
+/// [`x_m_block`]): the transpose of `x^T v`, laid out as a LoRA factor's gradient is (A's
+/// [r, in]). Every element of o is written.
+pub(crate) fn vt_x_block(x: &[f32], v: &[f32], o: &mut [f32], rows: usize, n: usize, r: usize) {
     assert!(
         x.len() >= rows * n && v.len() >= rows * r && o.len() == n * r,
-        "xt_v_block: shapes"
+        "vt_x_block: shapes"
     );
-    o.fill(0.0);
-    if fast(r) {
-        // SAFETY: AVX-512F is present; columns 0..n of rows 0..rows of x, those rows of v and
-        // all of o (zeroed above) are in range.
-        #[cfg(target_arch = "x86_64")]
-        unsafe {
-            avx512::xt_v(x, v, o, (0, n), rows, n, r, 1.0)
-        };
-        return;
+    #[cfg(target_arch = "x86_64")]
+    {
+        if r.is_multiple_of(avx512::VT_ROWS) && std::is_x86_feature_detected!("avx512f") {
+            // SAFETY: AVX-512F is present; rows x n of x, rows x r of v and r x n of o are in
+            // range (asserted above).
+            unsafe { avx512::vt_x(x, v, o, rows, n, r) };
+            return;
+        }
     }
+    o.fill(0.0);
     for i in 0..rows {
-        let vi = &v[i * r..(i + 1) * r];
-        for c in 0..n {
-            let xv = x[i * n + c];
-            o[c * r..(c + 1) * r]
+        let xi = &x[i * n..(i + 1) * n];
+        for j in 0..r {
+            let vv = v[i * r + j];
+            o[j * n..(j + 1) * n]
                 .iter_mut()
-                .zip(vi)
-                .for_each(|(o, &vv)| *o += xv * vv);
+                .zip(xi)
+                .for_each(|(o, &xv)| *o += vv * xv);
         }
     }
 }
@@ -266,6 +267,48 @@ mod avx512 {
             }
             for (t, a) in acc.iter().enumerate() {
                 _mm512_storeu_ps(o.as_mut_ptr().add((i + t) * r + j0), *a);
+            }
+        }
+    }
+
+    /// Rows of o one pass of [`vt_x`] computes (its accumulators: these rows by 48 columns).
+    pub(super) const VT_ROWS: usize = 8;
+
+    /// o [r, n] = v^T . x for x [rows, n], v [rows, r], r a multiple of [`VT_ROWS`]: 8 rows of
+    /// o by 48 columns in 24 registers, each row of x adding its 3 vectors times 8 broadcast
+    /// values of v (3 loads and 8 broadcasts for 24 FMAs, where the column-at-a-time form of
+    /// [`xt_v`] loaded and stored its accumulator for every 8). A ragged end of n is masked.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn vt_x(
+        x: &[f32],
+        v: &[f32],
+        o: &mut [f32],
+        rows: usize,
+        n: usize,
+        r: usize,
+    ) {
+        for j0 in (0..r).step_by(VT_ROWS) {
+            for c0 in (0..n).step_by(48) {
+                let mask: [__mmask16; 3] = std::array::from_fn(|q| lanes(c0 + 16 * q, n));
+                let mut acc = [[_mm512_setzero_ps(); 3]; VT_ROWS];
+                for i in 0..rows {
+                    // Masked-off lanes are not read, so pointers past the row are not used.
+                    let xv: [__m512; 3] = std::array::from_fn(|q| {
+                        _mm512_maskz_loadu_ps(mask[q], x.as_ptr().wrapping_add(i * n + c0 + 16 * q))
+                    });
+                    for (jj, a) in acc.iter_mut().enumerate() {
+                        let vb = _mm512_set1_ps(*v.get_unchecked(i * r + j0 + jj));
+                        for q in 0..3 {
+                            a[q] = _mm512_fmadd_ps(vb, xv[q], a[q]);
+                        }
+                    }
+                }
+                for (jj, a) in acc.iter().enumerate() {
+                    for q in 0..3 {
+                        let p = o.as_mut_ptr().wrapping_add((j0 + jj) * n + c0 + 16 * q);
+                        _mm512_mask_storeu_ps(p, mask[q], a[q]);
+                    }
+                }
             }
         }
     }
@@ -433,6 +476,39 @@ mod tests {
                 (f64::from(g) - w).abs() < 1e-4 * (1.0 + w.abs()),
                 "{what}[{i}]: {g} vs {w}"
             );
+        }
+    }
+
+    /// The block products: ranks on the AVX-512 paths (16, 8) and off them (3), widths that end
+    /// mid-vector and mid-48, one row and a full block; `o` starts stale (every element written).
+    #[test]
+    fn the_block_products_match_f64_sums() {
+        for &(rows, k, n, r) in &[
+            (64, 37, 150, 16),
+            (1, 16, 17, 16),
+            (9, 40, 48, 8),
+            (13, 24, 97, 3),
+            (5, 576, 1536, 16),
+        ] {
+            let (x, m) = (data(rows * k, 3), data(k * r, 4));
+            let mut o = vec![f32::NAN; rows * r];
+            x_m_block(&x, &m, &mut o, rows, k, r);
+            close(
+                &o,
+                &naive(&x, &transpose(&m, k, r), rows, k, r),
+                "x_m_block",
+            );
+            let (xn, v) = (data(rows * n, 5), data(rows * r, 6));
+            let mut o = vec![f32::NAN; r * n];
+            vt_x_block(&xn, &v, &mut o, rows, n, r);
+            let want = naive(
+                &transpose(&v, rows, r),
+                &transpose(&xn, rows, n),
+                r,
+                rows,
+                n,
+            );
+            close(&o, &want, "vt_x_block");
         }
     }
 
