@@ -7,6 +7,7 @@
 //! backward pass recomputes them. Keys before a row's first real token (left padding) and after
 //! its position (causality) are skipped, not masked, so the causal half is never computed.
 
+use super::attention_rows::{add_weighted, scores};
 use super::gemm::mm;
 use super::{contiguous, host, Float};
 use candle_core::{bail, CpuStorage, CustomOp3, Layout, Result, Shape, Tensor, WithDType};
@@ -15,6 +16,10 @@ use std::sync::Arc;
 
 /// Query rows per block: the block's score matrix is [QB, S].
 const QB: usize = 64;
+
+/// Below this many query positions (decoding's one new token per sequence) the forward pass
+/// takes [`forward_few`].
+const FEW_ROWS: usize = 8;
 
 /// Attention of grouped queries over their key/value head with a causal + padding mask.
 ///
@@ -129,13 +134,26 @@ fn block_probs<T: Float>(
 ) {
     let (d, kn) = (geo.d, hi - lo);
     mm((qb, kn, d), p, kn, false, q_rows, (d, 1), k_rows, (1, d));
+    rows_to_probs(p, (qb, lo, hi), |i| geo.past + t0 + i, mask);
+}
+
+/// Score rows [qb, hi - lo] over keys `lo..hi` turned in place into probabilities, row `i`
+/// being the query at cache position `qpos(i)` (zero where masked; an all-masked row stays
+/// zero).
+fn rows_to_probs<T: Float>(
+    p: &mut [T],
+    (qb, lo, hi): (usize, usize, usize),
+    qpos: impl Fn(usize) -> usize,
+    mask: &[u32],
+) {
+    let kn = hi - lo;
     // Causality cuts each row at a position, so the keys after it are a range set to zero;
     // the mask is read key by key only when it has holes in this block (left padding is
     // already cut off by `lo`). The row's passes are then plain slice loops.
     let keys = &mask[lo..hi];
     let holes = keys.contains(&0);
     for i in 0..qb {
-        let qpos = geo.past + t0 + i;
+        let qpos = qpos(i);
         let row = &mut p[i * kn..(i + 1) * kn];
         let seen = (qpos + 1).saturating_sub(lo).min(kn);
         let (live, after) = row.split_at_mut(seen);
@@ -196,6 +214,9 @@ fn key_range(first: usize, t1: usize, geo: &Geom) -> (usize, usize) {
 }
 
 fn forward<T: Float>(q: &[T], k: &[T], v: &[T], geo: Geom, mask: &[Vec<u32>]) -> Vec<T> {
+    if geo.t < FEW_ROWS {
+        return forward_few(q, k, v, geo, mask);
+    }
     let (t, d) = (geo.t, geo.d);
     let firsts = first_real(mask);
     let mut out = vec![T::zero(); q.len()];
@@ -235,6 +256,39 @@ fn forward<T: Float>(q: &[T], k: &[T], v: &[T], geo: Geom, mask: &[Vec<u32>]) ->
             );
         }
     });
+    out
+}
+
+/// [`forward`] for a few query positions (decoding): one task per key/value head takes the
+/// queries of all its G heads together, so each key and value row is read once for all of them
+/// (per query head it was read G times), with the row kernels of [`super::attention_rows`]
+/// instead of gemm.
+fn forward_few<T: Float>(q: &[T], k: &[T], v: &[T], geo: Geom, mask: &[Vec<u32>]) -> Vec<T> {
+    let (t, d) = (geo.t, geo.d);
+    let rows = geo.g * t;
+    let firsts = first_real(mask);
+    let mut out = vec![T::zero(); q.len()];
+    if rows == 0 || d == 0 {
+        return out;
+    }
+    out.par_chunks_mut(rows * d)
+        .enumerate()
+        .for_each(|(kvu, o)| {
+            let (b, h) = (kvu / geo.h, kvu % geo.h);
+            let q_kv = &q[kvu * rows * d..(kvu + 1) * rows * d];
+            let kv = geo.kv_offset(b, h);
+            // Every row's keys lie in the range of the last position (row g*T + i is position i).
+            let (lo, hi) = key_range(firsts[b], t, &geo);
+            if lo == hi {
+                return;
+            }
+            let kn = hi - lo;
+            let mut p = vec![T::zero(); rows * kn];
+            let (k_rows, v_rows) = (&k[kv + lo * d..], &v[kv + lo * d..]);
+            scores(q_kv, k_rows, (rows, kn, d), &mut p, kn);
+            rows_to_probs(&mut p, (rows, lo, hi), |r| geo.past + r % t, &mask[b]);
+            add_weighted(&p, kn, v_rows, (rows, kn, d), o);
+        });
     out
 }
 
@@ -594,17 +648,24 @@ mod tests {
 
     #[test]
     fn matches_the_unfused_reference_with_padding_and_a_cache() {
-        // Left padding in row 0, right padding in row 1, 70 query rows so blocks are ragged.
-        for &(t, past) in &[(70usize, 0usize), (1, 9), (5, 4)] {
+        // Left padding in row 0, right padding in row 1, 70 query rows so blocks are ragged;
+        // few query rows (decoding's path) with head width 64 too (its vector kernels).
+        for &(t, past, d) in &[
+            (70usize, 0usize, 8usize),
+            (1, 9, 8),
+            (5, 4, 8),
+            (1, 40, 64),
+            (3, 17, 64),
+        ] {
             let s = past + t;
             let mut m0 = vec![1u32; s];
             m0[..3].iter_mut().for_each(|x| *x = 0);
             let mut m1 = vec![1u32; s];
             m1[s - 2..].iter_mut().for_each(|x| *x = 0);
             let mask = vec![m0, m1];
-            let q = rand((2, 2, 3 * t, 8), DType::F32);
-            let k = rand((2, 2, s, 8), DType::F32);
-            let v = rand((2, 2, s, 8), DType::F32);
+            let q = rand((2, 2, 3 * t, d), DType::F32);
+            let k = rand((2, 2, s, d), DType::F32);
+            let v = rand((2, 2, s, d), DType::F32);
             let ours = causal_attention(&q, &k, &v, &mask, past).unwrap();
             let want = reference(&q, &k, &v, &mask, past);
             let (a, b) = (real_rows(&ours, &mask, past), real_rows(&want, &mask, past));

@@ -31,6 +31,7 @@ macro_rules! by_float {
 }
 
 mod attention;
+mod attention_rows;
 pub mod bf16;
 mod bf16_linear;
 mod entropy;
@@ -66,6 +67,7 @@ pub use rms_norm::rms_norm;
 pub use rope::{rope, rope_tables};
 pub use softmax::softmax_last_dim;
 pub use swiglu::swiglu;
+pub(crate) use vexp::ExpSlice;
 
 use candle_core::{bail, CpuStorage, Layout, Result, Storage, Tensor, WithDType};
 

@@ -1,0 +1,270 @@
+//! The two products of attention for a few query rows against a head's keys and values, as
+//! decoding runs them (one new token per sequence, the G query heads of a key/value head
+//! together): scores `s = Q K^T` and outputs `o = P V`.
+//!
+//! gemm packs K (or V) into its layout on every call, which for three query rows is most of
+//! the work; and a dot product per (row, key) spends as long summing its vector as computing
+//! it. Here, for f32 with AVX-512 and a head width of 64: each query row sits in 4 registers
+//! while 16 keys stream past, and the 16 vectors of partial sums are reduced together into one
+//! vector of 16 scores (45 instructions instead of 16 separate reductions); the outputs of up
+//! to 3 rows stay in registers while every value row is read once. Other types and widths take
+//! plain loops with the same meaning.
+
+use super::Float;
+
+/// `s[r * s_rs + j] = q_r . k_j` for `rows` query rows `q` [rows, d] and `kn` keys `k` [kn, d].
+pub(crate) fn scores<T: Float>(
+    q: &[T],
+    k: &[T],
+    (rows, kn, d): (usize, usize, usize),
+    s: &mut [T],
+    s_rs: usize,
+) {
+    assert!(
+        q.len() >= rows * d
+            && k.len() >= kn * d
+            && (rows == 0 || s.len() >= (rows - 1) * s_rs + kn),
+        "attention scores: shapes"
+    );
+    #[cfg(target_arch = "x86_64")]
+    if let (Some(q), Some(k)) = (as_f32(q), as_f32(k)) {
+        if d == 64 && std::is_x86_feature_detected!("avx512f") {
+            let s = as_f32_mut(s).expect("s has q's type");
+            for r in 0..rows {
+                // SAFETY: AVX-512F is present; row r of q, kn rows of k and kn scores of row r
+                // are in range (asserted above).
+                unsafe { avx512::scores_row(&q[r * 64..], k, kn, &mut s[r * s_rs..]) };
+            }
+            return;
+        }
+    }
+    for r in 0..rows {
+        let qr = &q[r * d..(r + 1) * d];
+        for j in 0..kn {
+            s[r * s_rs + j] = T::dot(qr, &k[j * d..(j + 1) * d]);
+        }
+    }
+}
+
+/// `o_r += sum_j p[r * p_rs + j] v_j` for `rows` rows of `o` [rows, d] and `kn` values `v`
+/// [kn, d].
+pub(crate) fn add_weighted<T: Float>(
+    p: &[T],
+    p_rs: usize,
+    v: &[T],
+    (rows, kn, d): (usize, usize, usize),
+    o: &mut [T],
+) {
+    assert!(
+        o.len() >= rows * d
+            && v.len() >= kn * d
+            && (rows == 0 || p.len() >= (rows - 1) * p_rs + kn),
+        "attention outputs: shapes"
+    );
+    #[cfg(target_arch = "x86_64")]
+    if let (Some(p), Some(v)) = (as_f32(p), as_f32(v)) {
+        if d == 64 && std::is_x86_feature_detected!("avx512f") {
+            let o = as_f32_mut(o).expect("o has p's type");
+            let mut r = 0;
+            while r < rows {
+                let n = (rows - r).min(3);
+                // SAFETY: AVX-512F is present; rows r..r+n of p and o and kn rows of v are in
+                // range (asserted above).
+                unsafe {
+                    match n {
+                        3 => {
+                            avx512::add_weighted::<3>(&p[r * p_rs..], p_rs, v, kn, &mut o[r * 64..])
+                        }
+                        2 => {
+                            avx512::add_weighted::<2>(&p[r * p_rs..], p_rs, v, kn, &mut o[r * 64..])
+                        }
+                        _ => {
+                            avx512::add_weighted::<1>(&p[r * p_rs..], p_rs, v, kn, &mut o[r * 64..])
+                        }
+                    }
+                }
+                r += n;
+            }
+            return;
+        }
+    }
+    for j in 0..kn {
+        let vj = &v[j * d..(j + 1) * d];
+        for r in 0..rows {
+            let prj = p[r * p_rs + j];
+            o[r * d..(r + 1) * d]
+                .iter_mut()
+                .zip(vj)
+                .for_each(|(a, &b)| *a += prj * b);
+        }
+    }
+}
+
+fn as_f32<T: Float>(x: &[T]) -> Option<&[f32]> {
+    (std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>())
+        // SAFETY: T is f32 (checked just above).
+        .then(|| unsafe { std::slice::from_raw_parts(x.as_ptr().cast::<f32>(), x.len()) })
+}
+
+fn as_f32_mut<T: Float>(x: &mut [T]) -> Option<&mut [f32]> {
+    (std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>())
+        // SAFETY: T is f32 (checked just above).
+        .then(|| unsafe { std::slice::from_raw_parts_mut(x.as_mut_ptr().cast::<f32>(), x.len()) })
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use std::arch::x86_64::*;
+
+    /// The 16 horizontal sums of `a` as one vector: lane i is the sum of a[i]'s lanes.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    unsafe fn sums16(a: &[__m512; 16]) -> __m512 {
+        // Pairs of vectors, then pairs of pairs, within each 128-bit quarter...
+        let b: [__m512; 8] = std::array::from_fn(|i| {
+            let (x, y) = (a[2 * i], a[2 * i + 1]);
+            _mm512_add_ps(_mm512_unpacklo_ps(x, y), _mm512_unpackhi_ps(x, y))
+        });
+        let c: [__m512; 4] = std::array::from_fn(|i| {
+            let (u, w) = (_mm512_castps_pd(b[2 * i]), _mm512_castps_pd(b[2 * i + 1]));
+            // Moved as 64-bit pairs of floats, added as floats.
+            _mm512_add_ps(
+                _mm512_castpd_ps(_mm512_unpacklo_pd(u, w)),
+                _mm512_castpd_ps(_mm512_unpackhi_pd(u, w)),
+            )
+        });
+        // ...then across the quarters: c[i] holds keys 4i..4i+4 in each quarter.
+        let f = _mm512_add_ps(
+            _mm512_shuffle_f32x4::<0x88>(c[0], c[1]),
+            _mm512_shuffle_f32x4::<0xDD>(c[0], c[1]),
+        );
+        let g = _mm512_add_ps(
+            _mm512_shuffle_f32x4::<0x88>(c[2], c[3]),
+            _mm512_shuffle_f32x4::<0xDD>(c[2], c[3]),
+        );
+        _mm512_add_ps(
+            _mm512_shuffle_f32x4::<0x88>(f, g),
+            _mm512_shuffle_f32x4::<0xDD>(f, g),
+        )
+    }
+
+    /// s[j] = q . k_j for j < kn, head width 64.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn scores_row(q: &[f32], k: &[f32], kn: usize, s: &mut [f32]) {
+        let qv: [__m512; 4] = std::array::from_fn(|v| _mm512_loadu_ps(q.as_ptr().add(16 * v)));
+        let mut j = 0;
+        while j < kn {
+            let n = (kn - j).min(16);
+            let mut acc = [_mm512_setzero_ps(); 16];
+            for (jj, a) in acc.iter_mut().enumerate().take(n) {
+                let kj = k.as_ptr().add((j + jj) * 64);
+                let mut x = _mm512_mul_ps(qv[0], _mm512_loadu_ps(kj));
+                x = _mm512_fmadd_ps(qv[1], _mm512_loadu_ps(kj.add(16)), x);
+                x = _mm512_fmadd_ps(qv[2], _mm512_loadu_ps(kj.add(32)), x);
+                *a = _mm512_fmadd_ps(qv[3], _mm512_loadu_ps(kj.add(48)), x);
+            }
+            let mask = ((1u32 << n) - 1) as __mmask16;
+            _mm512_mask_storeu_ps(s.as_mut_ptr().add(j), mask, sums16(&acc));
+            j += n;
+        }
+    }
+
+    /// o_r += sum_j p[r * p_rs + j] v_j for R rows, head width 64: the R output rows stay in
+    /// registers while each value row is loaded once.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn add_weighted<const R: usize>(
+        p: &[f32],
+        p_rs: usize,
+        v: &[f32],
+        kn: usize,
+        o: &mut [f32],
+    ) {
+        let mut acc: [[__m512; 4]; R] = std::array::from_fn(|r| {
+            std::array::from_fn(|c| _mm512_loadu_ps(o.as_ptr().add(r * 64 + 16 * c)))
+        });
+        for j in 0..kn {
+            let vj: [__m512; 4] =
+                std::array::from_fn(|c| _mm512_loadu_ps(v.as_ptr().add(j * 64 + 16 * c)));
+            for (r, a) in acc.iter_mut().enumerate() {
+                let pb = _mm512_set1_ps(*p.get_unchecked(r * p_rs + j));
+                for c in 0..4 {
+                    a[c] = _mm512_fmadd_ps(pb, vj[c], a[c]);
+                }
+            }
+        }
+        for (r, a) in acc.iter().enumerate() {
+            for (c, a) in a.iter().enumerate() {
+                _mm512_storeu_ps(o.as_mut_ptr().add(r * 64 + 16 * c), *a);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data(n: usize, seed: usize) -> Vec<f32> {
+        (0..n)
+            .map(|i| (((i * 7919 + seed * 104_729) % 2003) as f32 / 1001.0 - 1.0) * 0.8)
+            .collect()
+    }
+
+    #[test]
+    fn scores_and_outputs_match_f64_sums() {
+        // Head widths on the AVX-512 path (64) and off it (24); key counts around 16; row
+        // counts around the 3 kept in registers.
+        for &(rows, kn, d) in &[
+            (3, 37, 64),
+            (1, 16, 64),
+            (5, 1, 64),
+            (4, 170, 64),
+            (2, 9, 24),
+        ] {
+            let (q, k, v) = (data(rows * d, 1), data(kn * d, 2), data(kn * d, 3));
+            let s_rs = kn + 3;
+            let mut s = vec![f32::NAN; (rows - 1) * s_rs + kn];
+            scores(&q, &k, (rows, kn, d), &mut s, s_rs);
+            for r in 0..rows {
+                for j in 0..kn {
+                    let want: f64 = (0..d)
+                        .map(|c| f64::from(q[r * d + c]) * f64::from(k[j * d + c]))
+                        .sum();
+                    let got = f64::from(s[r * s_rs + j]);
+                    assert!(
+                        (got - want).abs() < 1e-5 * (1.0 + want.abs()),
+                        "s[{r},{j}] {got} {want}"
+                    );
+                }
+            }
+            let p = data(rows * kn, 4);
+            let o0 = data(rows * d, 5);
+            let mut o = o0.clone();
+            add_weighted(&p, kn, &v, (rows, kn, d), &mut o);
+            for r in 0..rows {
+                for c in 0..d {
+                    let want = f64::from(o0[r * d + c])
+                        + (0..kn)
+                            .map(|j| f64::from(p[r * kn + j]) * f64::from(v[j * d + c]))
+                            .sum::<f64>();
+                    let got = f64::from(o[r * d + c]);
+                    assert!(
+                        (got - want).abs() < 1e-5 * (1.0 + want.abs()),
+                        "o[{r},{c}] {got} {want}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn f64_takes_the_loops_with_the_same_meaning() {
+        let (rows, kn, d) = (2, 5, 64);
+        let q: Vec<f64> = data(rows * d, 1).into_iter().map(f64::from).collect();
+        let k: Vec<f64> = data(kn * d, 2).into_iter().map(f64::from).collect();
+        let mut s = vec![0f64; rows * kn];
+        scores(&q, &k, (rows, kn, d), &mut s, kn);
+        let want: f64 = (0..d).map(|c| q[d + c] * k[3 * d + c]).sum();
+        assert!((s[kn + 3] - want).abs() < 1e-12);
+    }
+}
