@@ -161,15 +161,21 @@ pub(crate) fn x_m_block(x: &[f32], m: &[f32], o: &mut [f32], rows: usize, k: usi
         };
         return;
     }
-    for i in 0..rows {
-        let oi = &mut o[i * r..(i + 1) * r];
-        oi.fill(0.0);
-        for kk in 0..k {
-            let xv = x[i * k + kk];
-            oi.iter_mut()
-                .zip(&m[kk * r..(kk + 1) * r])
-                .for_each(|(o, &mv)| *o += xv * mv);
-        }
+    block_product((rows, r, k), &mut o[..rows * r], (x, (k, 1)), (m, (r, 1)));
+}
+
+/// `o [m, n] = lhs [m, k] . rhs [k, n]` (operands given by their strides) on the calling
+/// thread, every element of o written.
+fn block_product(
+    (m, n, k): (usize, usize, usize),
+    o: &mut [f32],
+    lhs: (&[f32], (usize, usize)),
+    rhs: (&[f32], (usize, usize)),
+) {
+    if k == 0 {
+        o.fill(0.0);
+    } else {
+        mm_scaled((m, n, k), o, n, false, 1.0, lhs, rhs, false);
     }
 }
 
@@ -190,17 +196,8 @@ pub(crate) fn vt_x_block(x: &[f32], v: &[f32], o: &mut [f32], rows: usize, n: us
             return;
         }
     }
-    o.fill(0.0);
-    for i in 0..rows {
-        let xi = &x[i * n..(i + 1) * n];
-        for j in 0..r {
-            let vv = v[i * r + j];
-            o[j * n..(j + 1) * n]
-                .iter_mut()
-                .zip(xi)
-                .for_each(|(o, &xv)| *o += vv * xv);
-        }
-    }
+    // v^T [r, rows] (element (j, i) at v[i * r + j]) times x [rows, n].
+    block_product((r, n, rows), o, (v, (1, r)), (x, (n, 1)));
 }
 
 /// `[cols, rows]` from a row-major `[rows, cols]`.
