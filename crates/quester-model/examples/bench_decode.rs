@@ -95,6 +95,34 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "quester ({precision:?}): {n} sequences x {m} tokens ({prompt_tokens} prompt tokens): {new_tokens} new tokens in {secs:.2}s = {:.1} tok/s",
         new_tokens as f64 / secs
     );
+    // The bar for batched decoding: the products' rate as a share of the matrix
+    // instruction's limit, measured here in the same run (every thread on registers).
+    let c = &lm.model.config;
+    let per_layer = c.hidden_size
+        * (2 * c.num_attention_heads * c.head_dim
+            + 2 * c.num_key_value_heads * c.head_dim
+            + 3 * c.intermediate_size);
+    let gflop_per_token =
+        2.0 * (c.num_hidden_layers * per_layer + c.vocab_size * c.hidden_size) as f64 / 1e9;
+    let gflops = gflop_per_token * new_tokens as f64 / secs;
+    match quester_model::ops::bf16::peak::measure_on_every_thread(2_000_000, 3) {
+        Some(p) => {
+            let kernel = quester_model::ops::bf16::Bf16Kernel::best();
+            let limit = match precision {
+                quester_model::Precision::Bf16 => p.of(kernel),
+                _ => p.f32_fma,
+            };
+            println!(
+                "products: {gflop_per_token:.3} GFLOP a token, {gflops:.0} GFLOP/s = {:.0}% of the {} limit measured now ({limit:.0} GFLOP/s on {} threads; f32 FMA {:.0}, bf16 {:.0})",
+                100.0 * gflops / limit,
+                if precision == quester_model::Precision::Bf16 { kernel.name() } else { "f32 FMA" },
+                rayon::current_num_threads(),
+                p.f32_fma,
+                p.of(kernel),
+            );
+        }
+        None => println!("products: {gflops:.0} GFLOP/s (no AVX-512 peak to compare with)"),
+    }
     eprintln!(
         "sample: {:?}",
         out[0].text.chars().take(120).collect::<String>()

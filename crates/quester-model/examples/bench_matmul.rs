@@ -81,6 +81,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         (2048, 1536, 576),
         (2048, 576, 576),
         (2048, 576, 49152),
+        // The output head's input gradient in the GRPO-shaped step: k = the vocabulary.
+        (512, 49152, 576),
     ] {
         let (x, w) = (data(m * k, 1), data(n * k, 2));
         let gflop = 2.0 * (m * k * n) as f64 / 1e9;
@@ -181,18 +183,8 @@ fn low_rank(reps: usize) -> Result<(), Box<dyn std::error::Error>> {
 /// GFLOP/s of f32 FMAs, of `vdpbf16ps` and of AMX tiles on registers alone, every thread at
 /// once (no memory traffic): the ceilings no product can pass on this CPU.
 fn peaks() -> (f64, f64, f64) {
-    use rayon::prelude::*;
-    let threads = rayon::current_num_threads();
-    let per_thread: Vec<_> = (0..threads)
-        .into_par_iter()
-        .map(|_| quester_model::ops::bf16::peak::measure(2_000_000, 3))
-        .collect();
-    match per_thread.iter().copied().collect::<Option<Vec<_>>>() {
-        Some(p) => (
-            p.iter().map(|x| x.f32_fma).sum(),
-            p.iter().map(|x| x.bf16_dot).sum(),
-            p.iter().map(|x| x.amx_tile.unwrap_or(f64::NAN)).sum(),
-        ),
+    match quester_model::ops::bf16::peak::measure_on_every_thread(2_000_000, 3) {
+        Some(p) => (p.f32_fma, p.bf16_dot, p.amx_tile.unwrap_or(f64::NAN)),
         None => (f64::NAN, f64::NAN, f64::NAN),
     }
 }

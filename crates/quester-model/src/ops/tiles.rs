@@ -37,6 +37,40 @@ impl SharedOut {
 pub(crate) mod avx512 {
     use std::arch::x86_64::*;
 
+    /// Reads R rows of 3 accumulator vectors (48 columns) from `y`, the first `cols` columns of
+    /// each row (the rest zero).
+    ///
+    /// # Safety
+    /// The CPU has AVX-512F; `y` is valid for `cols` (<= 48) reads in each of R rows of stride
+    /// `ys`.
+    #[target_feature(enable = "avx512f")]
+    pub(crate) unsafe fn load_tile<const R: usize>(
+        y: *const f32,
+        ys: usize,
+        cols: usize,
+    ) -> [[__m512; 3]; R] {
+        let mut acc = [[_mm512_setzero_ps(); 3]; R];
+        for (r, a) in acc.iter_mut().enumerate() {
+            for (j, v) in a.iter_mut().enumerate() {
+                let c0 = j * 16;
+                if c0 >= cols {
+                    break;
+                }
+                *v = _mm512_maskz_loadu_ps(col_mask(cols - c0), y.add(r * ys + c0));
+            }
+        }
+        acc
+    }
+
+    /// The lanes of a vector from column c0 when `left` columns remain from c0.
+    fn col_mask(left: usize) -> __mmask16 {
+        if left >= 16 {
+            0xffff
+        } else {
+            (1u16 << left) - 1
+        }
+    }
+
     /// Writes R rows of 3 accumulator vectors (48 columns) to `y`, the first `cols` columns of
     /// each row only.
     ///
@@ -56,13 +90,7 @@ pub(crate) mod avx512 {
                 if c0 >= cols {
                     break;
                 }
-                let left = cols - c0;
-                let mask: __mmask16 = if left >= 16 {
-                    0xffff
-                } else {
-                    (1u16 << left) - 1
-                };
-                _mm512_mask_storeu_ps(y.add(r * ys + c0), mask, *v);
+                _mm512_mask_storeu_ps(y.add(r * ys + c0), col_mask(cols - c0), *v);
             }
         }
     }

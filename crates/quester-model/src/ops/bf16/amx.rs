@@ -54,14 +54,8 @@ fn request_tile_state() -> bool {
     false
 }
 
-/// Pairs of k per pass over a row block: the panel's slice (512 x 48 pairs, 96 KiB) stays in
-/// L2 while every 16-row tile of the block multiplies against it, so a panel is read from
-/// memory once per block rather than once per tile (the output head's k of 49,152 made its
-/// panels 4.7 MiB each).
-pub(crate) const K_CHUNK: usize = 512;
-
-/// Rows of A per task's block on this kernel (the k-chunking above keeps the panel in cache,
-/// so the block need not shrink as k grows).
+/// Rows of A per task's block on this kernel (the k-chunking of [`super::kernel::K_CHUNK`]
+/// keeps the panel in cache, so the block need not shrink as k grows).
 pub(crate) const BLOCK_ROWS: usize = 256;
 
 /// y[r, c] = sum over the segments and their pairs q of a[r][q] . panel[q][c] for `rows`
@@ -103,37 +97,28 @@ pub(super) unsafe fn panel_product(
                 (y.add(t * ROWS * ys), ys)
             }
         };
-        // k chunks of every segment in order; a short segment (a LoRA rank) after a non-empty
-        // one rides along with that one's last chunk, so its products add into the tiles
-        // before they are stored instead of loading and storing every accumulator once more.
-        let whole = |g: &super::kernel::Segment, k0: usize| tiles::Part {
-            a: g.a.as_ptr().add(k0),
-            kp: g.kp,
-            panel: g.panel.as_ptr().add(k0 * PANEL),
-            steps: (g.kp - k0).min(K_CHUNK) / K_PAIRS,
-        };
-        let (mut i, mut chunk) = (0, 0);
-        while i < segs.len() {
-            let g = &segs[i];
-            let rider = segs
-                .get(i + 1)
-                .filter(|r| g.kp > 0 && r.kp > 0 && r.kp <= K_CHUNK);
-            for k0 in (0..g.kp).step_by(K_CHUNK) {
-                let both;
-                let part = [whole(g, k0)];
-                let parts: &[tiles::Part] = match rider {
-                    Some(r) if k0 + K_CHUNK >= g.kp => {
-                        both = [part[0], whole(r, 0)];
-                        &both
-                    }
-                    _ => &part,
-                };
-                for t in 0..blocks {
-                    tiles::block(parts, t * ROWS, dest(t), chunk > 0);
+        // The kernel's passes (k chunks, a LoRA rank riding with the last), each over every
+        // 16-row block; the first writes a block without reading it.
+        for (i, pass) in super::kernel::passes(segs).enumerate() {
+            let part = |p: &super::kernel::Part| tiles::Part {
+                a: p.seg.a.as_ptr().add(p.q.start),
+                kp: p.seg.kp,
+                panel: p.seg.panel.as_ptr().add(p.q.start * PANEL),
+                steps: p.q.len() / K_PAIRS,
+            };
+            let mut parts = pass.parts().map(part);
+            let first = [parts.next().expect("a pass has a chunk")];
+            let both;
+            let parts: &[tiles::Part] = match parts.next() {
+                Some(r) => {
+                    both = [first[0], r];
+                    &both
                 }
-                chunk += 1;
+                None => &first,
+            };
+            for t in 0..blocks {
+                tiles::block(parts, t * ROWS, dest(t), i > 0);
             }
-            i += if rider.is_some() { 2 } else { 1 };
         }
         for t in (0..blocks).filter(|&t| partial(t)) {
             for r in 0..(rows - t * ROWS).min(ROWS) {

@@ -41,13 +41,16 @@ pub(super) unsafe fn panel_product(
             return;
         }
         if kernel == Bf16Kernel::Avx512Bf16 {
-            for (r, n) in row_tiles(rows) {
-                let yr = y.add(r * ys);
-                match n {
-                    TILE_ROWS => avx512::tile::<TILE_ROWS>(r, segs, yr, ys, cols),
-                    4 => avx512::tile::<4>(r, segs, yr, ys, cols),
-                    2 => avx512::tile::<2>(r, segs, yr, ys, cols),
-                    _ => avx512::tile::<1>(r, segs, yr, ys, cols),
+            for (i, pass) in passes(segs).enumerate() {
+                let load = i > 0;
+                for (r, n) in row_tiles(rows) {
+                    let yr = y.add(r * ys);
+                    match n {
+                        TILE_ROWS => avx512::tile::<TILE_ROWS>(r, &pass, (yr, ys, cols), load),
+                        4 => avx512::tile::<4>(r, &pass, (yr, ys, cols), load),
+                        2 => avx512::tile::<2>(r, &pass, (yr, ys, cols), load),
+                        _ => avx512::tile::<1>(r, &pass, (yr, ys, cols), load),
+                    }
                 }
             }
             return;
@@ -56,6 +59,62 @@ pub(super) unsafe fn panel_product(
     for r in 0..rows {
         portable_row(r, segs, y.add(r * ys), cols);
     }
+}
+
+/// Pairs of k per pass over a row block, on either kernel: the panel's slice (512 x 48 pairs,
+/// 96 KiB) stays in L2 while every tile of the block multiplies against it. Without it the
+/// output head's backward (k = 49,152: 4.7 MiB panels) read a panel from memory once per tile.
+pub(super) const K_CHUNK: usize = 512;
+
+/// The pairs `q` of one segment that one pass multiplies.
+#[derive(Clone)]
+pub(super) struct Part<'a> {
+    pub(super) seg: &'a Segment<'a>,
+    pub(super) q: std::ops::Range<usize>,
+}
+
+/// One pass over a row block: a chunk of a segment, and a short segment riding along.
+pub(super) struct Pass<'a> {
+    chunk: Part<'a>,
+    rider: Option<Part<'a>>,
+}
+
+impl<'a> Pass<'a> {
+    pub(super) fn parts(&self) -> impl Iterator<Item = &Part<'a>> {
+        std::iter::once(&self.chunk).chain(self.rider.as_ref())
+    }
+}
+
+/// The passes of a sum of products: each segment in k chunks of [`K_CHUNK`], in order; a short
+/// segment (a LoRA rank) after a non-empty one rides along with that one's last chunk, so it
+/// adds into the accumulators before they are stored. Each output is still one chain over the
+/// segments' k in order (a pass after the first resumes from the stored f32 sums, exactly), so
+/// the bits do not depend on the chunking.
+pub(super) fn passes<'a>(segs: &'a [Segment<'a>]) -> impl Iterator<Item = Pass<'a>> + 'a {
+    let (mut i, mut q0) = (0, 0);
+    std::iter::from_fn(move || {
+        while segs.get(i).is_some_and(|g| q0 >= g.kp) {
+            let rode = segs[i].kp > 0 && rides(segs, i);
+            i += if rode { 2 } else { 1 };
+            q0 = 0;
+        }
+        let g = segs.get(i)?;
+        let q = q0..(q0 + K_CHUNK).min(g.kp);
+        q0 = q.end;
+        let rider = (q.end == g.kp && rides(segs, i)).then(|| Part {
+            seg: &segs[i + 1],
+            q: 0..segs[i + 1].kp,
+        });
+        Some(Pass {
+            chunk: Part { seg: g, q },
+            rider,
+        })
+    })
+}
+
+/// Whether segment i + 1 rides along with segment i's last chunk.
+fn rides(segs: &[Segment], i: usize) -> bool {
+    segs.get(i + 1).is_some_and(|r| r.kp > 0 && r.kp <= K_CHUNK)
 }
 
 /// The two halves of a pair as f32 (a bf16 is the top half of an f32).
@@ -85,49 +144,54 @@ pub(super) unsafe fn portable_row(r: usize, segs: &[Segment], y: *mut f32, cols:
 
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
-    use super::{Segment, PANEL};
+    use super::{Part, Pass, PANEL};
     use std::arch::x86_64::*;
 
     /// `R` rows (from row `r0` of each segment) against one panel: R x 3 accumulators, one
-    /// `vdpbf16ps` chain over the segments' k per output.
+    /// `vdpbf16ps` chain over the pass's pairs per output, started from zero or, with `load`,
+    /// from the sums an earlier pass stored in `y`.
     ///
     /// # Safety
-    /// The CPU has AVX-512F and AVX512-BF16; each segment holds rows r0..r0+R of its `kp`
-    /// pairs and kp * 48 pairs of panel, and `y` is valid for `cols` (<= 48) writes in each of
-    /// R rows of stride `ys`.
+    /// The CPU has AVX-512F and AVX512-BF16; each part's segment holds rows r0..r0+R of its
+    /// `kp` pairs and kp * 48 pairs of panel, its `q` within 0..kp; `y` is valid for `cols`
+    /// (<= 48) reads and writes in each of R rows of stride `ys`.
     #[target_feature(enable = "avx512f,avx512bf16")]
     pub(super) unsafe fn tile<const R: usize>(
         r0: usize,
-        segs: &[Segment],
-        y: *mut f32,
-        ys: usize,
-        cols: usize,
+        pass: &Pass,
+        (y, ys, cols): (*mut f32, usize, usize),
+        load: bool,
     ) {
         debug_assert!(cols <= PANEL);
-        let mut acc = [[_mm512_setzero_ps(); 3]; R];
-        for g in segs {
-            acc = chain::<R>(acc, r0, g);
+        let mut acc = if load {
+            crate::ops::tiles::avx512::load_tile::<R>(y, ys, cols)
+        } else {
+            [[_mm512_setzero_ps(); 3]; R]
+        };
+        for p in pass.parts() {
+            acc = chain::<R>(acc, r0, p);
         }
         crate::ops::tiles::avx512::store_tile(&acc, y, ys, cols);
     }
 
-    /// One segment's `vdpbf16ps` chains added to `acc`. A function of its own, taking and
+    /// One part's `vdpbf16ps` chains added to `acc`. A function of its own, taking and
     /// returning the accumulators by value, so they stay in registers over the loop: written
     /// inline in `tile`'s loop over segments, LLVM kept them in memory and stored all 24 after
     /// every product, which capped the kernel at one product a cycle (half of Zen 5's rate).
     ///
     /// # Safety
-    /// As [`tile`], for this one segment.
+    /// As [`tile`], for this one part.
     #[target_feature(enable = "avx512f,avx512bf16")]
     unsafe fn chain<const R: usize>(
         mut acc: [[__m512; 3]; R],
         r0: usize,
-        g: &Segment,
+        p: &Part,
     ) -> [[__m512; 3]; R] {
-        let kp = g.kp;
+        let (g, kp) = (p.seg, p.seg.kp);
+        debug_assert!(p.q.end <= kp);
         debug_assert!(g.a.len() >= (r0 + R) * kp && g.panel.len() >= kp * PANEL);
         let (ap, wp) = (g.a.as_ptr().add(r0 * kp), g.panel.as_ptr());
-        for q in 0..kp {
+        for q in p.q.clone() {
             let w = wp.add(q * PANEL);
             let w0: __m512bh = std::mem::transmute(_mm512_loadu_si512(w.cast()));
             let w1: __m512bh = std::mem::transmute(_mm512_loadu_si512(w.add(16).cast()));
@@ -141,5 +205,49 @@ mod avx512 {
             }
         }
         acc
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{passes, Segment, K_CHUNK};
+
+    /// Each pass as (segment index, pairs) for segments of these k.
+    fn plan(kps: &[usize]) -> Vec<Vec<(usize, std::ops::Range<usize>)>> {
+        let (a, panel) = (vec![0u32; 4096], vec![0u32; 4096 * 48]);
+        let segs: Vec<Segment> = kps
+            .iter()
+            .map(|&kp| Segment {
+                a: &a[..kp],
+                kp,
+                panel: &panel[..kp * 48],
+            })
+            .collect();
+        let index = |g: &Segment| segs.iter().position(|s| std::ptr::eq(s, g)).unwrap();
+        passes(&segs)
+            .map(|p| p.parts().map(|x| (index(x.seg), x.q.clone())).collect())
+            .collect()
+    }
+
+    #[test]
+    fn k_comes_in_chunks_and_a_short_segment_rides_with_the_last() {
+        assert_eq!(K_CHUNK, 512);
+        assert_eq!(plan(&[288]), [vec![(0, 0..288)]]);
+        assert_eq!(plan(&[288, 8]), [vec![(0, 0..288), (1, 0..8)]]);
+        assert_eq!(
+            plan(&[1200, 8]),
+            [
+                vec![(0, 0..512)],
+                vec![(0, 512..1024)],
+                vec![(0, 1024..1200), (1, 0..8)]
+            ]
+        );
+        // A segment too long to ride runs its own chunks; an empty one runs none.
+        assert_eq!(
+            plan(&[300, 600]),
+            [vec![(0, 0..300)], vec![(1, 0..512)], vec![(1, 512..600)]]
+        );
+        assert_eq!(plan(&[0, 8]), [vec![(1, 0..8)]]);
+        assert_eq!(plan(&[512, 512]), [vec![(0, 0..512), (1, 0..512)]]);
     }
 }

@@ -1,7 +1,7 @@
 //! A right-hand matrix packed as bf16 pairs in panels, and products against it.
 
 use super::convert::{bf16_bits, convert, interleave};
-use super::kernel::{panel_product, Segment};
+use super::kernel::{panel_product, Segment, K_CHUNK};
 use super::rows::Bf16Rows;
 use super::Bf16Kernel;
 use crate::ops::tiles::{SharedOut, TILE_ROWS};
@@ -228,7 +228,7 @@ impl Bf16Panels {
         // pairs in cache while a task's panels stream past them, in whole tiles of 8 rows.
         let block = match kernel {
             Bf16Kernel::Amx => super::amx::BLOCK_ROWS,
-            _ => (BLOCK_BYTES / (4 * kp.max(1))).max(TILE_ROWS) / TILE_ROWS * TILE_ROWS,
+            _ => (BLOCK_BYTES / (4 * kp.clamp(1, K_CHUNK))).max(TILE_ROWS) / TILE_ROWS * TILE_ROWS,
         };
         let blocks = m.div_ceil(block);
         let threads = rayon::current_num_threads();
@@ -739,6 +739,30 @@ mod tests {
             for (x, y) in run(kernel).iter().zip(&portable) {
                 assert!((x - y).abs() < 1e-3, "{kernel:?}: {x} vs {y}");
             }
+        }
+    }
+
+    /// The register tiles run k in chunks, storing and reloading their f32 sums between them:
+    /// the bits stay those of one chain over k, which the portable loop computes in the same
+    /// order (the pair products are exact in f32).
+    #[test]
+    fn chunks_of_k_leave_the_register_tiles_bits_alone() {
+        if !Bf16Kernel::Avx512Bf16.available() {
+            return;
+        }
+        for &(m, k, n) in &[(19, 1100, 50), (9, 2 * 1024 + 2, 48)] {
+            let (a, b) = (data(m * k, 9), data(n * k, 10));
+            let run = |kernel| {
+                Bf16Panels::pack_for(kernel, &b, (n, k), (k, 1))
+                    .unwrap()
+                    .matmul(&a, m)
+                    .unwrap()
+            };
+            assert_eq!(
+                run(Bf16Kernel::Avx512Bf16),
+                run(Bf16Kernel::Portable),
+                "{m} x {k} x {n}"
+            );
         }
     }
 

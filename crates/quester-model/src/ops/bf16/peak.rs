@@ -63,6 +63,23 @@ pub fn measure(iters: usize, reps: usize) -> Option<InstructionPeaks> {
     }
 }
 
+/// The peaks of every thread of rayon's pool running at once, summed: the machine's limit for
+/// the benchmarks' ratios (`iters` and `reps` as in [`measure`]; the AMX figure NaN where the
+/// tiles are not granted). None without AVX-512F and AVX512-BF16.
+pub fn measure_on_every_thread(iters: usize, reps: usize) -> Option<InstructionPeaks> {
+    use rayon::prelude::*;
+    let per_thread: Vec<_> = (0..rayon::current_num_threads())
+        .into_par_iter()
+        .map(|_| measure(iters, reps))
+        .collect::<Option<_>>()?;
+    let sum = |f: fn(&InstructionPeaks) -> f64| per_thread.iter().map(f).sum::<f64>();
+    Some(InstructionPeaks {
+        f32_fma: sum(|p| p.f32_fma),
+        bf16_dot: sum(|p| p.bf16_dot),
+        amx_tile: Some(sum(|p| p.amx_tile.unwrap_or(f64::NAN))).filter(|t| t.is_finite()),
+    })
+}
+
 /// This CPU's peaks, measured once per process (about a millisecond).
 pub fn peaks() -> Option<InstructionPeaks> {
     static PEAKS: OnceLock<Option<InstructionPeaks>> = OnceLock::new();
