@@ -65,6 +65,24 @@ fn main() -> std::process::ExitCode {
     init_tracing();
     let cli = Cli::parse();
     let result = match cli.command {
+        // The server's generation thread runs on a rayon worker itself; its main thread only
+        // waits on HTTP threads and would hold a worker doing nothing.
+        Command::Serve(args) => cmd_serve::serve(args),
+        // Every other command computes on the calling thread: run it on a rayon worker, so the
+        // kernels' parallel ops do not put it to sleep and wake it again each time.
+        command => quester_model::threads::on_rayon_worker(|| run(command)),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {}", error_chain(&e));
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(command: Command) -> anyhow::Result<()> {
+    match command {
         Command::Play(args) => cmd_play::run(args),
         Command::Env(cmd) => cmd_env::run(cmd),
         Command::Model(cmd) => cmd_model::run_model(cmd),
@@ -79,13 +97,6 @@ fn main() -> std::process::ExitCode {
         Command::Export(args) => cmd_export::export(args),
         Command::Serve(args) => cmd_serve::serve(args),
         Command::GpuCheck(args) => cmd_gpu_check::run_check(args),
-    };
-    match result {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {}", error_chain(&e));
-            std::process::ExitCode::FAILURE
-        }
     }
 }
 

@@ -4,7 +4,8 @@
 //! Usage: bench_decode [N=32] [M=128] [R=1] [--precision f32|bf16|auto] [--lora] (R repeats the
 //! request sentence, for long prompts: `bench_decode 8 1 40` times the prefill of 8 prompts of
 //! about 500 tokens; `--lora` decodes with the default LoRA adapter attached, as a LoRA run's
-//! rollouts do).
+//! rollouts do). It runs on a rayon worker, as the `quester` binary does
+//! (`threads::on_rayon_worker`); `QUESTER_MAIN_OFF_POOL=1` runs it on the main thread instead.
 
 // The allocator of the `quester` binary, so the figures are the binary's.
 #[global_allocator]
@@ -28,6 +29,13 @@ const TOPICS: [&str; 8] = [
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     quester_model::alloc::keep_freed_memory();
     quester_model::threads::share_cores_with_candle();
+    if std::env::var_os("QUESTER_MAIN_OFF_POOL").is_some() {
+        return run().map_err(|e| e.to_string().into());
+    }
+    quester_model::threads::on_rayon_worker(run).map_err(|e| e.to_string().into())
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let mut choice = PrecisionChoice::F32;
     let mut lora = false;

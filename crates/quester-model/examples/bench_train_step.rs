@@ -9,6 +9,8 @@
 //! (`--steps 0` only exports; `--mode adamw` times one AdamW update of all 134.5M parameters,
 //! ours against candle_nn's, with gradients equal to the weights.)
 //! Prints one line `RESULT ours mode=... step_s=... peak_rss_mb=... loss=...`.
+//! It runs on a rayon worker, as the `quester` binary does (`threads::on_rayon_worker`);
+//! `QUESTER_MAIN_OFF_POOL=1` runs it on the main thread instead, to time the difference.
 
 // The allocator of the `quester` binary, so the figures are the binary's.
 #[global_allocator]
@@ -120,6 +122,13 @@ fn peak_rss_mb() -> f64 {
 fn main() -> Result<(), String> {
     quester_model::alloc::keep_freed_memory();
     quester_model::threads::share_cores_with_candle();
+    if std::env::var_os("QUESTER_MAIN_OFF_POOL").is_some() {
+        return run();
+    }
+    quester_model::threads::on_rayon_worker(run)
+}
+
+fn run() -> Result<(), String> {
     let a = parse()?;
     let loaded = quester_model::load_default().map_err(|e| e.to_string())?;
     if let Some(dir) = &a.export {

@@ -28,3 +28,16 @@ pub fn share_cores_with_candle() {
         std::env::set_var(SPIN_VAR, CANDLE_SPIN_LIMIT.to_string());
     }
 }
+
+/// Runs `f` on one of rayon's worker threads and returns its result; the calling thread waits
+/// once, for the whole of `f`.
+///
+/// A parallel op started from a thread outside rayon's pool hands its work to the pool and puts
+/// the caller to sleep until the pool is done: a futex wait and wake-up, and two context
+/// switches, for every product, norm and attention call of a step. Started from a worker, the
+/// same op splits its work on that worker's own queue and runs part of it on that thread.
+/// `rayon::join` called from outside the pool runs both closures on a worker: here the whole
+/// program's work, with nothing beside it.
+pub fn on_rayon_worker<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    rayon::join(f, || ()).0
+}
