@@ -106,15 +106,16 @@ pub(super) unsafe fn panel_product(
                 panel: p.seg.panel.as_ptr().add(p.q.start * PANEL),
                 steps: p.q.len() / K_PAIRS,
             };
-            let mut parts = pass.parts().map(part);
-            let first = [parts.next().expect("a pass has a chunk")];
-            let both;
-            let parts: &[tiles::Part] = match parts.next() {
+            let (first, both);
+            let parts: &[tiles::Part] = match &pass.rider {
                 Some(r) => {
-                    both = [first[0], r];
+                    both = [part(&pass.chunk), part(r)];
                     &both
                 }
-                None => &first,
+                None => {
+                    first = [part(&pass.chunk)];
+                    &first
+                }
             };
             for t in 0..blocks {
                 tiles::block(parts, t * ROWS, dest(t), i > 0);

@@ -67,7 +67,6 @@ pub(super) unsafe fn panel_product(
 pub(super) const K_CHUNK: usize = 512;
 
 /// The pairs `q` of one segment that one pass multiplies.
-#[derive(Clone)]
 pub(super) struct Part<'a> {
     pub(super) seg: &'a Segment<'a>,
     pub(super) q: std::ops::Range<usize>,
@@ -75,8 +74,8 @@ pub(super) struct Part<'a> {
 
 /// One pass over a row block: a chunk of a segment, and a short segment riding along.
 pub(super) struct Pass<'a> {
-    chunk: Part<'a>,
-    rider: Option<Part<'a>>,
+    pub(super) chunk: Part<'a>,
+    pub(super) rider: Option<Part<'a>>,
 }
 
 impl<'a> Pass<'a> {
