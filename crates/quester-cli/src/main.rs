@@ -65,8 +65,10 @@ fn main() -> std::process::ExitCode {
     init_tracing();
     let cli = Cli::parse();
     let result = match cli.command {
-        // The server's generation thread runs on a rayon worker itself; its main thread only
-        // waits on HTTP threads and would hold a worker doing nothing.
+        // The server's main thread only waits on its HTTP threads: on a worker it would hold
+        // one doing nothing. Its generation thread stays off the pool too: it waits for
+        // requests between batches, and a worker blocked there could starve other users of
+        // the pool (in-process servers in tests).
         Command::Serve(args) => cmd_serve::serve(args),
         // Every other command computes on the calling thread: run it on a rayon worker, so the
         // kernels' parallel ops do not put it to sleep and wake it again each time.

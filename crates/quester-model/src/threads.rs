@@ -37,7 +37,8 @@ pub fn share_cores_with_candle() {
 /// switches, for every product, norm and attention call of a step. Started from a worker, the
 /// same op splits its work on that worker's own queue and runs part of it on that thread.
 /// `rayon::join` called from outside the pool runs both closures on a worker: here the whole
-/// program's work, with nothing beside it.
+/// program's work, with nothing beside it. `f` holds that worker until it returns, so it must
+/// not wait long on other threads that use the pool.
 pub fn on_rayon_worker<R: Send>(f: impl FnOnce() -> R + Send) -> R {
     rayon::join(f, || ()).0
 }

@@ -160,18 +160,14 @@ where
     let max_batch = config.max_batch;
     let generation_thread = std::thread::Builder::new()
         .name("serve-generate".into())
-        // Generation runs on a rayon worker, as the CLI's other commands do
-        // (threads::on_rayon_worker): its kernels' parallel ops then never put it to sleep.
-        .spawn(move || {
-            quester_model::threads::on_rayon_worker(move || match make() {
-                Ok(backend) => {
-                    let _ = ready_tx.send(Ok(()));
-                    run_batches(backend, jobs_rx, max_batch, window);
-                }
-                Err(e) => {
-                    let _ = ready_tx.send(Err(e));
-                }
-            })
+        .spawn(move || match make() {
+            Ok(backend) => {
+                let _ = ready_tx.send(Ok(()));
+                run_batches(backend, jobs_rx, max_batch, window);
+            }
+            Err(e) => {
+                let _ = ready_tx.send(Err(e));
+            }
         })
         .map_err(|e| ServeError::Config(format!("cannot spawn the generation thread: {e}")))?;
     let ready = ready_rx
