@@ -116,14 +116,13 @@ fn run() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     match quester_model::ops::bf16::peak::measure_on_every_thread(2_000_000, 3) {
         Some(p) => {
             let kernel = quester_model::ops::bf16::Bf16Kernel::best();
-            let limit = match precision {
-                quester_model::Precision::Bf16 => p.of(kernel),
-                _ => p.f32_fma,
+            let (name, limit) = match precision {
+                quester_model::Precision::Bf16 => (kernel.name(), p.of(kernel)),
+                _ => ("f32 FMA", p.f32_fma),
             };
             println!(
-                "products: {gflop_per_token:.3} GFLOP a token, {gflops:.0} GFLOP/s = {:.0}% of the {} limit measured now ({limit:.0} GFLOP/s on {} threads; f32 FMA {:.0}, bf16 {:.0})",
+                "products: {gflop_per_token:.3} GFLOP a token, {gflops:.0} GFLOP/s = {:.0}% of the {name} limit measured now ({limit:.0} GFLOP/s on {} threads; f32 FMA {:.0}, bf16 {:.0})",
                 100.0 * gflops / limit,
-                if precision == quester_model::Precision::Bf16 { kernel.name() } else { "f32 FMA" },
                 rayon::current_num_threads(),
                 p.f32_fma,
                 p.of(kernel),

@@ -64,8 +64,8 @@ pub fn measure(iters: usize, reps: usize) -> Option<InstructionPeaks> {
 }
 
 /// The peaks of every thread of rayon's pool running at once, summed: the machine's limit for
-/// the benchmarks' ratios (`iters` and `reps` as in [`measure`]; the AMX figure NaN where the
-/// tiles are not granted). None without AVX-512F and AVX512-BF16.
+/// the benchmarks' ratios (`iters` and `reps` as in [`measure`]; no AMX figure where the tiles
+/// are not granted). None without AVX-512F and AVX512-BF16.
 pub fn measure_on_every_thread(iters: usize, reps: usize) -> Option<InstructionPeaks> {
     use rayon::prelude::*;
     let per_thread: Vec<_> = (0..rayon::current_num_threads())
