@@ -330,16 +330,10 @@ fn pack_panel(src: &[f32], (n, k): (usize, usize), (rs, cs): Strides, p: usize, 
         }
     } else if rs == 1 {
         // Each k of the panel is a contiguous run of the source: two runs make a row of pairs.
-        let mut scratch = Vec::new();
         for q in 0..k.div_ceil(2) {
             let run = |kk: usize| &src[kk * cs + c0..kk * cs + c0 + cols];
             let hi = (2 * q + 1 < k).then(|| run(2 * q + 1));
-            interleave(
-                run(2 * q),
-                hi,
-                &mut panel[q * PANEL..q * PANEL + cols],
-                &mut scratch,
-            );
+            interleave(run(2 * q), hi, &mut panel[q * PANEL..q * PANEL + cols]);
         }
     } else {
         for c in 0..cols {
@@ -415,7 +409,7 @@ pub(super) fn to_pairs(
             // (one cache line of each source row in, one of each row of pairs out); the rest,
             // one column of pairs at a time.
             let (tile_rows, tile_pairs) = transposed_tiles(a, cs, (i0, rows), k, chunk, kp);
-            let (mut run, mut scratch) = (vec![0u32; rows], Vec::new());
+            let mut run = vec![0u32; rows];
             for q in 0..k.div_ceil(2) {
                 // Rows already filled for this pair by the tiles.
                 let from = if q < tile_pairs { tile_rows } else { 0 };
@@ -426,7 +420,7 @@ pub(super) fn to_pairs(
                 let hi = (2 * q + 1 < k)
                     .then(|| &a[(2 * q + 1) * cs + i0 + from..(2 * q + 1) * cs + i0 + rows]);
                 let run = &mut run[..rows - from];
-                interleave(lo, hi, run, &mut scratch);
+                interleave(lo, hi, run);
                 for (di, &v) in run.iter().enumerate() {
                     chunk[(from + di) * kp + q] = v;
                 }
