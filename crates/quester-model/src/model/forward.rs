@@ -6,8 +6,8 @@ use crate::error::{ModelError, Result};
 use crate::nn::linear::pick;
 use crate::nn::Linear;
 use crate::ops::{
-    causal_attention, frozen_matmul_with, gather_log_softmax, rms_norm, rope, rope_tables,
-    softmax_entropy, swiglu, PackedMatrix,
+    causal_attention, frozen_matmul_packed, frozen_matmul_with, gather_log_softmax, rms_norm, rope,
+    rope_tables, softmax_entropy, swiglu, PackedMatrix,
 };
 use candle_core::{DType, Tensor};
 
@@ -214,9 +214,30 @@ impl Model {
     fn head_logits(&self, h: &Tensor, grad: bool) -> Result<Tensor> {
         if grad && !self.lora_attached {
             Ok(crate::nn::full_matmul(h, &self.head(true), self.precision)?)
+        } else if let Some(p) = self.packed_head(h)? {
+            Ok(frozen_matmul_packed(h, &self.head(false), &p)?)
         } else {
             Ok(frozen_matmul_with(h, &self.head(false), self.precision)?)
         }
+    }
+
+    /// The head's bf16 panels when it is frozen for good (LoRA attached) and its products run
+    /// on the CPU's bf16 kernels; `None` otherwise (a full fine-tune changes it every step).
+    fn packed_head(&self, h: &Tensor) -> Result<Option<std::sync::Arc<crate::ops::FrozenBf16>>> {
+        let w = self
+            .lm_head
+            .as_ref()
+            .unwrap_or(&self.embed_tokens)
+            .as_tensor();
+        if !self.lora_attached
+            || self.precision != crate::precision::Precision::Bf16
+            || h.dtype() != DType::F32
+            || w.dtype() != DType::F32
+            || crate::ops::portable_wanted(h.device())
+        {
+            return Ok(None);
+        }
+        Ok(Some(self.packed_head.get_or_pack(w)?))
     }
 
     /// Logits [B, T, vocab] for `ids` [B, T] with a 0/1 `mask` [B, T] (left or right padding;
@@ -415,6 +436,33 @@ pub(super) fn heads_first(k: &Tensor) -> candle_core::Result<Tensor> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{Architecture, LoraConfig, ModelConfig, Precision};
+
+    /// Under a bf16 adapter the head is packed at its first product and reused by later
+    /// scoring and training passes; forgetting it packs it again, to the same log-probs.
+    #[test]
+    fn a_lora_head_is_packed_once() {
+        let mut m = Model::tiny_random(&ModelConfig::tiny(Architecture::Llama, 40), 2).unwrap();
+        let ids = Tensor::new(&[[3u32, 17, 5, 9, 31, 2, 8]], &candle_core::Device::Cpu).unwrap();
+        let mask = Tensor::ones((1, 7), DType::U32, &candle_core::Device::Cpu).unwrap();
+        let slot = |m: &Model| m.packed_head.current();
+        m.set_precision(Precision::Bf16);
+        m.token_logprobs(&ids, &mask, 1).unwrap();
+        assert!(
+            slot(&m).is_none(),
+            "a full fine-tune's head changes: never kept"
+        );
+        m.attach_lora(&LoraConfig::default()).unwrap();
+        let first: Vec<Vec<f32>> = m.token_logprobs(&ids, &mask, 1).unwrap().to_vec2().unwrap();
+        let packed = slot(&m).expect("packed at the first product");
+        m.token_logprobs_detached(&ids, &mask, 1).unwrap();
+        assert!(std::sync::Arc::ptr_eq(&packed, &slot(&m).unwrap()));
+        m.forget_packed_weights();
+        assert!(slot(&m).is_none());
+        let again: Vec<Vec<f32>> = m.token_logprobs(&ids, &mask, 1).unwrap().to_vec2().unwrap();
+        assert!(!std::sync::Arc::ptr_eq(&packed, &slot(&m).unwrap()));
+        assert_eq!(first, again);
+    }
 
     #[test]
     fn positions_skip_left_padding() {

@@ -62,6 +62,11 @@ pub struct Model {
     pub lora_attached: bool,
     /// How the projections and the output head multiply ([`Model::set_precision`]).
     pub precision: Precision,
+    /// Under LoRA in bf16, the output head packed at its first product and reused: frozen while
+    /// the adapters train, it was packed twice per 256-row chunk of every scoring and training
+    /// pass (forward and input gradient). Checked against the head tensor's identity; after
+    /// changing the head in place call [`Model::forget_packed_weights`].
+    pub(crate) packed_head: crate::nn::linear::PackedBase,
 }
 
 impl Model {
@@ -79,6 +84,17 @@ impl Model {
     /// scoring and training alike (so behaviour and training log-probs come from the same
     /// products). Weights stay f32. A [`DecodeWeights`] snapshot packed in the other precision
     /// is refused from then on: pack it again.
+    /// Drops every packed copy of a frozen weight (the LoRA bases, the head): needed only after
+    /// changing weights in place (`Var::set`) while adapters train.
+    pub fn forget_packed_weights(&self) {
+        self.packed_head.forget();
+        for l in &self.layers {
+            for (_, p) in l.projections() {
+                p.forget_packed_base();
+            }
+        }
+    }
+
     pub fn set_precision(&mut self, precision: Precision) {
         self.precision = precision;
         for l in &mut self.layers {

@@ -111,6 +111,7 @@ impl Model {
             lm_head,
             lora_attached: false,
             precision: Precision::F32,
+            packed_head: Default::default(),
         })
     }
 
@@ -350,6 +351,7 @@ impl Model {
             lm_head: self.lm_head.as_ref().map(cast).transpose()?,
             lora_attached: self.lora_attached,
             precision: self.precision,
+            packed_head: Default::default(),
         })
     }
 

@@ -76,9 +76,41 @@ pub struct Linear {
     packed_base: PackedBase,
 }
 
-/// A lazily packed frozen base, shared by clones of one projection (they share its weight).
+/// A lazily packed frozen weight (a LoRA base, the output head under LoRA), shared by clones
+/// of its owner (they share the weight).
 #[derive(Clone, Default)]
-struct PackedBase(Arc<Mutex<Option<Arc<FrozenBf16>>>>);
+pub(crate) struct PackedBase(Arc<Mutex<Option<Arc<FrozenBf16>>>>);
+
+impl PackedBase {
+    /// The panels of `w` (the weight `Var`'s own tensor, whose identity is checked), packed now
+    /// when there are none or they were packed from another tensor.
+    pub(crate) fn get_or_pack(&self, w: &Tensor) -> Result<Arc<FrozenBf16>> {
+        let mut slot = self
+            .0
+            .lock()
+            .map_err(|_| candle_core::Error::Msg("a packed frozen weight was poisoned".into()))?;
+        match slot.as_ref() {
+            Some(p) if p.packs(w) => Ok(p.clone()),
+            _ => {
+                let p = Arc::new(FrozenBf16::pack(w)?);
+                *slot = Some(p.clone());
+                Ok(p)
+            }
+        }
+    }
+
+    /// The panels held now, if any.
+    pub(crate) fn current(&self) -> Option<Arc<FrozenBf16>> {
+        self.0.lock().ok().and_then(|p| p.clone())
+    }
+
+    /// Drops the panels (the next use packs again).
+    pub(crate) fn forget(&self) {
+        if let Ok(mut p) = self.0.lock() {
+            *p = None;
+        }
+    }
+}
 
 impl std::fmt::Debug for PackedBase {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -110,9 +142,7 @@ impl Linear {
     /// Drops the packed copy of a LoRA base (see the `packed_base` field): needed only after
     /// changing `weight` in place while an adapter trains.
     pub fn forget_packed_base(&self) {
-        if let Ok(mut p) = self.packed_base.0.lock() {
-            *p = None;
-        }
+        self.packed_base.forget();
     }
 
     /// The base packed for LoRA training in bf16, packed now if it was not yet; `None` when the
@@ -126,19 +156,7 @@ impl Linear {
         {
             return Ok(None);
         }
-        let mut slot = self
-            .packed_base
-            .0
-            .lock()
-            .map_err(|_| candle_core::Error::Msg("a packed LoRA base was poisoned".into()))?;
-        match slot.as_ref() {
-            Some(p) if p.packs(w) => Ok(Some(p.clone())),
-            _ => {
-                let p = Arc::new(FrozenBf16::pack(w)?);
-                *slot = Some(p.clone());
-                Ok(Some(p))
-            }
-        }
+        self.packed_base.get_or_pack(w).map(Some)
     }
 
     /// Output width.

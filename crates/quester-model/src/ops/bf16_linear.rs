@@ -8,6 +8,7 @@ use super::contiguous;
 use candle_core::{
     bail, CpuStorage, CustomOp1, CustomOp2, Layout, Result, Shape, Storage, Tensor, TensorId,
 };
+use std::sync::Arc;
 
 /// y [rows, out] = x [rows, inp] . W^T for a row-major W [out, inp].
 pub(crate) fn x_wt(x: &[f32], w: &[f32], rows: usize, inp: usize, out: usize) -> Result<Vec<f32>> {
@@ -88,12 +89,28 @@ fn host_f32<'a>(guard: &'a Storage, l: &Layout, what: &str) -> Result<&'a [f32]>
 /// `g` [rows, out] times the frozen `w` [out, inp] with bf16 operands (no gradient): the input
 /// gradient of a frozen projection.
 pub(crate) fn grad_times_weight(g: &Tensor, w: &Tensor) -> Result<Tensor> {
-    g.contiguous()?
-        .apply_op1_no_bwd(&GradTimesW { w: w.clone() })
+    g.contiguous()?.apply_op1_no_bwd(&GradTimesW {
+        w: w.clone(),
+        packed: None,
+    })
+}
+
+/// [`grad_times_weight`] with `w`'s panels packed beforehand (the same bits: the same packing).
+pub(crate) fn grad_times_packed(
+    g: &Tensor,
+    w: &Tensor,
+    packed: &Arc<FrozenBf16>,
+) -> Result<Tensor> {
+    g.contiguous()?.apply_op1_no_bwd(&GradTimesW {
+        w: w.clone(),
+        packed: Some(packed.clone()),
+    })
 }
 
 struct GradTimesW {
     w: Tensor,
+    /// `w`'s panels, when packed beforehand.
+    packed: Option<Arc<FrozenBf16>>,
 }
 
 impl CustomOp1 for GradTimesW {
@@ -110,9 +127,14 @@ impl CustomOp1 for GradTimesW {
         let CpuStorage::F32(_) = s else {
             bail!("bf16 linear: f32 gradient expected")
         };
-        let (wg, wl) = self.w.storage_and_layout();
-        let w = host_f32(&wg, wl, "the weight")?;
-        let y = g_w(contiguous::<f32>(s, l)?, w, rows, out, inp)?;
+        let g = contiguous::<f32>(s, l)?;
+        let y = match &self.packed {
+            Some(p) => p.panels().1.matmul(g, rows)?,
+            None => {
+                let (wg, wl) = self.w.storage_and_layout();
+                g_w(g, host_f32(&wg, wl, "the weight")?, rows, out, inp)?
+            }
+        };
         Ok((CpuStorage::F32(y), Shape::from((rows, inp))))
     }
 }

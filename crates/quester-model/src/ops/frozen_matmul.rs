@@ -5,10 +5,12 @@
 //! that is one wasted weight-sized matmul per projection (a third of the backward FLOPs) plus a
 //! weight-sized gradient buffer each.
 
+use super::bf16_linear::FrozenBf16;
 use super::gemm::product;
 use super::Float;
 use crate::precision::Precision;
 use candle_core::{bail, CpuStorage, CustomOp1, DType, Layout, Result, Shape, Storage, Tensor};
+use std::sync::Arc;
 
 /// `x` [..., in] times the transpose of the frozen `w` [out, in]; differentiable in `x` only.
 pub fn frozen_matmul(x: &Tensor, w: &Tensor) -> Result<Tensor> {
@@ -17,6 +19,28 @@ pub fn frozen_matmul(x: &Tensor, w: &Tensor) -> Result<Tensor> {
 
 /// [`frozen_matmul`] in `precision` (bf16 applies to f32 tensors; f64 stays exact).
 pub fn frozen_matmul_with(x: &Tensor, w: &Tensor, precision: Precision) -> Result<Tensor> {
+    frozen_matmul_on(x, w, precision, None)
+}
+
+/// [`frozen_matmul_with`] in bf16 with `w`'s panels packed beforehand, for a weight that stays
+/// frozen across many calls (the output head under LoRA: it is packed twice a call otherwise).
+/// The same bits as packing per call.
+pub fn frozen_matmul_packed(x: &Tensor, w: &Tensor, packed: &Arc<FrozenBf16>) -> Result<Tensor> {
+    if !packed.fits(w) {
+        bail!(
+            "frozen matmul: panels packed from a weight of another shape than {:?}",
+            w.dims()
+        );
+    }
+    frozen_matmul_on(x, w, Precision::Bf16, Some(packed))
+}
+
+fn frozen_matmul_on(
+    x: &Tensor,
+    w: &Tensor,
+    precision: Precision,
+    packed: Option<&Arc<FrozenBf16>>,
+) -> Result<Tensor> {
     let (out, inp) = w.dims2()?;
     let dims = x.dims().to_vec();
     if dims.last() != Some(&inp) {
@@ -27,9 +51,11 @@ pub fn frozen_matmul_with(x: &Tensor, w: &Tensor, precision: Precision) -> Resul
     let y = if super::portable::wanted(x.device()) {
         super::portable::frozen_matmul(&x, w, precision)?
     } else {
+        let bf16 = precision == Precision::Bf16 && x.dtype() == DType::F32;
         x.contiguous()?.apply_op1(FrozenMatmul {
             w: w.detach().contiguous()?,
-            bf16: precision == Precision::Bf16 && x.dtype() == DType::F32,
+            bf16,
+            packed: packed.filter(|_| bf16).cloned(),
         })?
     };
     let mut out_dims = dims;
@@ -43,6 +69,8 @@ struct FrozenMatmul {
     w: Tensor,
     /// Products with bf16 operands (f32 tensors only).
     bf16: bool,
+    /// `w`'s bf16 panels, when packed beforehand.
+    packed: Option<Arc<FrozenBf16>>,
 }
 
 /// y [rows, out] = x [rows, inp] . W^T for W [out, inp], both row-major: dot products for the
@@ -74,6 +102,10 @@ impl CustomOp1 for FrozenMatmul {
             let (CpuStorage::F32(_), CpuStorage::F32(_)) = (s, ws) else {
                 bail!("frozen matmul: bf16 products need f32 operands")
             };
+            if let Some(p) = &self.packed {
+                let y = p.panels().0.matmul(super::contiguous(s, l)?, rows)?;
+                return Ok((CpuStorage::F32(y), Shape::from((rows, out))));
+            }
             let y = super::bf16_linear::x_wt(
                 super::contiguous(s, l)?,
                 super::contiguous(ws, wl)?,
@@ -95,7 +127,10 @@ impl CustomOp1 for FrozenMatmul {
 
     fn bwd(&self, _x: &Tensor, _res: &Tensor, grad: &Tensor) -> Result<Option<Tensor>> {
         if self.bf16 {
-            return Ok(Some(super::bf16_linear::grad_times_weight(grad, &self.w)?));
+            return Ok(Some(match &self.packed {
+                Some(p) => super::bf16_linear::grad_times_packed(grad, &self.w, p)?,
+                None => super::bf16_linear::grad_times_weight(grad, &self.w)?,
+            }));
         }
         Ok(Some(grad.matmul(&self.w)?))
     }
@@ -129,6 +164,28 @@ mod tests {
             .unwrap();
         assert!(grads.get(w.as_tensor()).is_none());
         assert!(grads.get(xv.as_tensor()).is_some());
+    }
+
+    /// Panels packed beforehand give per-call packing's bits, forward and input gradient (rows
+    /// past one panel block and a ragged last one), and a weight of another shape is refused.
+    #[test]
+    fn packed_beforehand_gives_the_same_bits() {
+        let dev = Device::Cpu;
+        let w = Tensor::randn(0f32, 1.0, (130, 96), &dev).unwrap();
+        let packed = Arc::new(FrozenBf16::pack(&w).unwrap());
+        let x = Var::randn(0f32, 1.0, (300, 96), &dev).unwrap();
+        let proj = Tensor::randn(0f32, 1.0, (300, 130), &dev).unwrap();
+        let run = |y: Tensor| {
+            let grads = (&y * &proj).unwrap().sum_all().unwrap().backward().unwrap();
+            let dx = grads.get(x.as_tensor()).unwrap().clone();
+            let flat = |t: &Tensor| t.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+            (flat(&y), flat(&dx))
+        };
+        let per_call = run(frozen_matmul_with(x.as_tensor(), &w, Precision::Bf16).unwrap());
+        let packed_once = run(frozen_matmul_packed(x.as_tensor(), &w, &packed).unwrap());
+        assert!(per_call == packed_once);
+        let other = Tensor::zeros((130, 95), DType::F32, &dev).unwrap();
+        assert!(frozen_matmul_packed(x.as_tensor(), &other, &packed).is_err());
     }
 
     #[test]

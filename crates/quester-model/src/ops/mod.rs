@@ -55,7 +55,7 @@ mod vexp;
 pub use attention::causal_attention;
 pub use bf16_linear::{linear_bf16, FrozenBf16};
 pub use entropy::softmax_entropy;
-pub use frozen_matmul::{frozen_matmul, frozen_matmul_with};
+pub use frozen_matmul::{frozen_matmul, frozen_matmul_packed, frozen_matmul_with};
 pub use logprob::gather_log_softmax;
 pub use lora_linear::{lora_linear, lora_linear_packed};
 pub use low_rank::LowRank;
