@@ -114,7 +114,7 @@ impl PackedBase {
 
 impl std::fmt::Debug for PackedBase {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let packed = self.0.lock().map(|p| p.is_some()).unwrap_or(false);
+        let packed = self.current().is_some();
         write!(f, "PackedBase(packed: {packed})")
     }
 }
