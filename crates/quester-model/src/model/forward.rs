@@ -6,8 +6,8 @@ use crate::error::{ModelError, Result};
 use crate::nn::linear::pick;
 use crate::nn::Linear;
 use crate::ops::{
-    causal_attention, frozen_matmul_packed, frozen_matmul_with, gather_log_softmax, rms_norm, rope,
-    rope_tables, softmax_entropy, swiglu, PackedMatrix,
+    causal_attention, frozen_matmul_packed, frozen_matmul_with, gather_log_softmax,
+    gather_log_softmax_and_entropy, rms_norm, rope, rope_tables, swiglu, PackedMatrix,
 };
 use candle_core::{DType, Tensor};
 
@@ -343,12 +343,14 @@ impl Model {
         while start < b * n {
             let len = chunk.min(b * n - start);
             let logits = self.head_logits(&hsel.narrow(0, start, len)?, grad)?;
-            parts.push(gather_log_softmax(
-                &logits,
-                &targets.narrow(0, start, len)?,
-            )?);
+            let tg = targets.narrow(0, start, len)?;
             if entropy {
-                ent_parts.push(softmax_entropy(&logits)?);
+                // One pass over the logits for both (the log-probs are the same bits).
+                let both = gather_log_softmax_and_entropy(&logits, &tg)?;
+                parts.push(both.narrow(1, 0, 1)?.squeeze(1)?);
+                ent_parts.push(both.narrow(1, 1, 1)?.squeeze(1)?);
+            } else {
+                parts.push(gather_log_softmax(&logits, &tg)?);
             }
             start += len;
         }
