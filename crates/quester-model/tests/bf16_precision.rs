@@ -251,7 +251,8 @@ fn bf16_log_probs_stay_near_transformers() {
 
 /// Full fine-tuning gradients of a sequence-level loss, bf16 against f32, weight by weight: the
 /// bf16 backward computes the same gradient up to bf16's rounding (relative error of the whole
-/// tensor), for the projections, the norms and the tied embedding / head alike.
+/// tensor), for the projections, the norms and the tied embedding / head alike, within what
+/// PyTorch's bf16 autocast gives on such a sequence.
 #[test]
 fn bf16_full_fine_tuning_gradients_follow_the_f32_ones() {
     let lm = loaded();
@@ -298,20 +299,27 @@ fn bf16_full_fine_tuning_gradients_follow_the_f32_ones() {
         )
         .sqrt()
     };
-    let mut worst = (0f64, String::new());
-    for ((name, a), (_, b)) in g32.iter().zip(&g16) {
-        let rel = norm(&(b - a).unwrap()) / norm(a).max(1e-30);
-        if rel > worst.0 {
-            worst = (rel, name.clone());
-        }
-    }
+    let mut rel: Vec<(f64, String)> = g32
+        .iter()
+        .zip(&g16)
+        .map(|((name, a), (_, b))| (norm(&(b - a).unwrap()) / norm(a).max(1e-30), name.clone()))
+        .collect();
+    rel.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (worst, median) = (&rel[rel.len() - 1], rel[rel.len() / 2].0);
     eprintln!(
-        "bf16 vs f32 full fine-tuning gradients over {} tensors: worst relative error {:.2e} ({})",
-        g32.len(),
+        "bf16 vs f32 full fine-tuning gradients over {} tensors, {t} tokens: worst relative \
+         error {:.2e} ({}), median {median:.2e}",
+        rel.len(),
         worst.0,
         worst.1
     );
-    assert!(worst.0 < 0.1, "{worst:?}");
+    // PyTorch's autocast on the same kind of sequence (`bench/grad_precision_torch.py`, 55
+    // tokens): worst 11.9% with eager attention and 14.7% with SDPA, median 3.9-4.0%, the
+    // worst a late norm's gain, as here.
+    assert!(
+        worst.0 < 0.15 && median < 0.05,
+        "{worst:?}, median {median}"
+    );
 }
 
 /// The bf16 path a GPU takes (candle's portable ops: bf16 operands and a bf16-rounded product,

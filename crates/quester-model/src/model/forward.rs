@@ -6,7 +6,7 @@ use crate::error::{ModelError, Result};
 use crate::nn::linear::pick;
 use crate::nn::Linear;
 use crate::ops::{
-    causal_attention, frozen_matmul_packed, frozen_matmul_with, gather_log_softmax,
+    causal_attention_in, frozen_matmul_packed, frozen_matmul_with, gather_log_softmax,
     gather_log_softmax_and_entropy, rms_norm, rope, rope_tables, swiglu, PackedMatrix,
 };
 use candle_core::{DType, Tensor};
@@ -117,7 +117,7 @@ impl Model {
             }
             None => (k, v),
         };
-        let o = causal_attention(&q, &k, &v, key_mask, past)?;
+        let o = causal_attention_in(&q, &k, &v, key_mask, past, self.precision)?;
         let o = self.ungroup(&o, t)?;
         layer.o_proj.forward_with(&o, packed.map(|p| &p.o), grad)
     }

@@ -11,7 +11,7 @@ use super::forward::{heads_first, positions};
 use super::Model;
 use crate::error::Result;
 use crate::nn::linear::pick;
-use crate::ops::{causal_attention, keys_with_prefix, rms_norm, rope_tables};
+use crate::ops::{causal_attention_in, keys_with_prefix, rms_norm, rope_tables};
 use candle_core::{DType, Tensor};
 
 /// Below this many shared tokens the bookkeeping is not worth it.
@@ -105,20 +105,22 @@ impl Model {
                 x.narrow(1, p, b * s)?.reshape((b, s, heads, d))
             };
             let (kp, vp) = (heads_first(&prefix(&k)?)?, heads_first(&prefix(&v)?)?);
-            let o_p = causal_attention(
+            let o_p = causal_attention_in(
                 &self.group_queries(&prefix(&q)?)?,
                 &kp,
                 &vp,
                 &prefix_mask,
                 0,
+                self.precision,
             )?;
             // Every row's suffix sees the one prefix: keys [B, KVH, P + S, D].
-            let o_s = causal_attention(
+            let o_s = causal_attention_in(
                 &self.group_queries(&suffix(&q)?)?,
                 &keys_with_prefix(&k, p, b)?,
                 &keys_with_prefix(&v, p, b)?,
                 mask,
                 p,
+                self.precision,
             )?;
             let o = Tensor::cat(
                 &[

@@ -7,9 +7,12 @@
 //! backward pass recomputes them. Keys before a row's first real token (left padding) and after
 //! its position (causality) are skipped, not masked, so the causal half is never computed.
 
+mod bf16;
+
 use super::attention_rows::{add_weighted, scores};
 use super::gemm::mm;
 use super::{contiguous, host, Float};
+use crate::precision::Precision;
 use candle_core::{bail, CpuStorage, CustomOp3, Layout, Result, Shape, Tensor, WithDType};
 use rayon::prelude::*;
 use std::sync::Arc;
@@ -37,6 +40,22 @@ pub fn causal_attention(
     key_mask: &[Vec<u32>],
     past: usize,
 ) -> Result<Tensor> {
+    causal_attention_in(q, k, v, key_mask, past, Precision::F32)
+}
+
+/// [`causal_attention`] with its products in `precision`: under [`Precision::Bf16`] the blocks'
+/// products (scores, P V and the backward's four) take bf16 operands and accumulate in f32 on
+/// the CPU's bf16 kernel, like PyTorch's attention under bf16 autocast; the softmax stays f32.
+/// Decoding's few query rows keep the f32 row kernels (they are bound by reading the cache).
+/// f64 inputs and other devices ignore the precision.
+pub fn causal_attention_in(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    key_mask: &[Vec<u32>],
+    past: usize,
+    precision: Precision,
+) -> Result<Tensor> {
     let (b, h, rows, d) = q.dims4()?;
     let (kb, kh, s, kd) = k.dims4()?;
     if (kb, kh, kd) != (b, h, d) || v.dims4()? != (b, h, s, d) {
@@ -59,6 +78,7 @@ pub fn causal_attention(
     let op = Attention {
         mask: Arc::new(key_mask.to_vec()),
         past,
+        bf16: (precision == Precision::Bf16).then(crate::ops::bf16::Bf16Kernel::best),
     };
     q.contiguous()?.apply_op3(&kv_view(k)?, &kv_view(v)?, op)
 }
@@ -90,6 +110,8 @@ fn kv_view(k: &Tensor) -> Result<Tensor> {
 struct Attention {
     mask: Arc<Vec<Vec<u32>>>,
     past: usize,
+    /// The kernel of bf16 products, or None for f32 ones.
+    bf16: Option<crate::ops::bf16::Bf16Kernel>,
 }
 
 /// Shapes and strides of one call.
@@ -435,6 +457,17 @@ impl CustomOp3 for Attention {
             bail!("attention: k and v must share a layout");
         }
         let geo = self.geom(l1, l2)?;
+        if let (Some(kernel), CpuStorage::F32(_), true) = (self.bf16, s1, geo.t >= FEW_ROWS) {
+            let out = bf16::forward(
+                contiguous::<f32>(s1, l1)?,
+                kv_slice::<f32>(s2)?,
+                kv_slice::<f32>(s3)?,
+                geo,
+                &self.mask,
+                kernel,
+            );
+            return Ok((CpuStorage::F32(out), l1.shape().clone()));
+        }
         let out = by_float!(s1, "attention", |T| forward(
             contiguous::<T>(s1, l1)?,
             kv_slice::<T>(s2)?,
@@ -547,8 +580,8 @@ impl CustomOp3 for Attention {
         let dev = q.device();
         let guards = [&q, &k, &v, &grad].map(|t| t.storage_and_layout().0);
         macro_rules! run {
-            ($t:ty) => {{
-                let (dq, dk, dv) = backward(
+            ($t:ty, $backward:expr) => {{
+                let (dq, dk, dv) = $backward(
                     host::<$t>(&q, &guards[0])?,
                     host::<$t>(&k, &guards[1])?,
                     host::<$t>(&v, &guards[2])?,
@@ -564,8 +597,14 @@ impl CustomOp3 for Attention {
             }};
         }
         let (dq, dk, dv) = match q.dtype() {
-            candle_core::DType::F32 => run!(f32),
-            candle_core::DType::F64 => run!(f64),
+            // The forward's choice: bf16 products for blocks of query rows, f32 for a few.
+            candle_core::DType::F32 => match self.bf16.filter(|_| geo.t >= FEW_ROWS) {
+                Some(kernel) => run!(f32, |q, k, v, g, geo, mask| {
+                    bf16::backward(q, k, v, g, geo, mask, kernel)
+                }),
+                None => run!(f32, backward),
+            },
+            candle_core::DType::F64 => run!(f64, backward),
             other => bail!("attention backward: f32 or f64 expected, got {other:?}"),
         };
         Ok((Some(dq), Some(dk), Some(dv)))

@@ -53,7 +53,7 @@ mod swiglu;
 mod tiles;
 mod vexp;
 
-pub use attention::causal_attention;
+pub use attention::{causal_attention, causal_attention_in};
 pub use bf16_linear::{linear_bf16, FrozenBf16};
 pub use entropy::softmax_entropy;
 pub use frozen_matmul::{frozen_matmul, frozen_matmul_packed, frozen_matmul_with};

@@ -3,8 +3,9 @@
 //! `vdpbf16ps` multiplies pairs of bf16 values and adds both products into one f32 lane: twice
 //! the multiply-adds of an f32 FMA per instruction, on half the bytes. Operands are rounded to
 //! bf16 (round to nearest even) when they are packed, accumulation stays f32, and everything
-//! outside the products (norms, attention, softmax, the optimiser) stays f32, so this is the
-//! mixed precision of `torch.autocast(dtype=bfloat16)` on the model's projections.
+//! outside the products (norms, the softmax, the optimiser) stays f32, so this is the mixed
+//! precision of `torch.autocast(dtype=bfloat16)` on the model's projections and attention's
+//! products (the one-thread `BlockLeft` / `BlockRight` for the latter's blocks).
 //!
 //! The layout is the one of [`super::PackedMatrix`]: the right-hand matrix in panels of 48
 //! output columns, k-major, here as pairs of consecutive k (one `u32` = two bf16) because that
@@ -21,6 +22,7 @@
 //! packed layout.
 
 pub mod amx;
+mod block;
 mod convert;
 mod kernel;
 mod panels;
@@ -28,6 +30,7 @@ pub mod peak;
 mod pool;
 mod rows;
 
+pub(crate) use block::{BlockLeft, BlockRight};
 #[cfg(test)]
 pub(crate) use convert::round_to_bf16;
 pub use panels::Bf16Panels;

@@ -307,7 +307,13 @@ impl Drop for Bf16Panels {
 
 /// Panel `p` of B: columns p*48.. as [kp][48] pairs, zero past n and past k (`panel` may hold
 /// stale values: every element is written).
-fn pack_panel(src: &[f32], (n, k): (usize, usize), (rs, cs): Strides, p: usize, panel: &mut [u32]) {
+pub(super) fn pack_panel(
+    src: &[f32],
+    (n, k): (usize, usize),
+    (rs, cs): Strides,
+    p: usize,
+    panel: &mut [u32],
+) {
     let kp = panel.len() / PANEL;
     let c0 = p * PANEL;
     let cols = (n - c0).min(PANEL);
