@@ -145,25 +145,6 @@ impl LowRank for f32 {
     }
 }
 
-/// `o [rows, r] = x [rows, k] . m [k, r]` on the calling thread: for a block of rows a caller
-/// already holds in cache (see `ops::lora_bf16`).
-pub(crate) fn x_m_block(x: &[f32], m: &[f32], o: &mut [f32], rows: usize, k: usize, r: usize) {
-    assert!(
-        x.len() >= rows * k && m.len() == k * r && o.len() >= rows * r,
-        "x_m_block: shapes"
-    );
-    if fast(r) {
-        // SAFETY: AVX-512F is present (`fast`); rows x k of x, all of m and rows x r of o are
-        // in range (asserted above).
-        #[cfg(target_arch = "x86_64")]
-        unsafe {
-            avx512::x_m(x, m, o, rows, k, r)
-        };
-        return;
-    }
-    block_product((rows, r, k), &mut o[..rows * r], (x, (k, 1)), (m, (r, 1)));
-}
-
 /// `o [m, n] = lhs [m, k] . rhs [k, n]` (operands given by their strides) on the calling
 /// thread, every element of o written.
 fn block_product(
@@ -179,8 +160,8 @@ fn block_product(
     }
 }
 
-/// `o [r, n] = v^T . x` for `x [rows, n]` and `v [rows, r]` on the calling thread (see
-/// [`x_m_block`]): the transpose of `x^T v`, laid out as a LoRA factor's gradient is (A's
+/// `o [r, n] = v^T . x` for `x [rows, n]` and `v [rows, r]` on the calling thread, for a block
+/// of rows a caller already holds in cache (see `ops::lora_bf16`): the transpose of `x^T v`, laid out as a LoRA factor's gradient is (A's
 /// [r, in]). Every element of o is written.
 pub(crate) fn vt_x_block(x: &[f32], v: &[f32], o: &mut [f32], rows: usize, n: usize, r: usize) {
     assert!(
@@ -488,25 +469,17 @@ mod tests {
         }
     }
 
-    /// The block products: ranks on the AVX-512 paths (16, 8) and off them (3), widths that end
+    /// The block product: ranks on the AVX-512 path (16, 8) and off it (3), widths that end
     /// mid-vector and mid-48, one row and a full block; `o` starts stale (every element written).
     #[test]
-    fn the_block_products_match_f64_sums() {
-        for &(rows, k, n, r) in &[
+    fn the_block_product_matches_f64_sums() {
+        for &(rows, _, n, r) in &[
             (64, 37, 150, 16),
             (1, 16, 17, 16),
             (9, 40, 48, 8),
             (13, 24, 97, 3),
             (5, 576, 1536, 16),
         ] {
-            let (x, m) = (data(rows * k, 3), data(k * r, 4));
-            let mut o = vec![f32::NAN; rows * r];
-            x_m_block(&x, &m, &mut o, rows, k, r);
-            close(
-                &o,
-                &naive(&x, &transpose(&m, k, r), rows, k, r),
-                "x_m_block",
-            );
             let (xn, v) = (data(rows * n, 5), data(rows * r, 6));
             let mut o = vec![f32::NAN; r * n];
             vt_x_block(&xn, &v, &mut o, rows, n, r);

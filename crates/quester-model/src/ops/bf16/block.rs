@@ -31,7 +31,7 @@ impl BlockLeft {
         assert!(m == 0 || k == 0 || (m - 1) * st.0 + (k - 1) * st.1 < a.len());
         let padded = m.div_ceil(kernel.row_step()) * kernel.row_step();
         let kp = kernel.pair_stride(k);
-        let pairs = to_pairs(a, (m, k), st, (padded, kp), &|_, _| {});
+        let pairs = to_pairs(a, (m, k), st, (padded, kp), &|_, _, _| {});
         BlockLeft {
             m,
             kp,

@@ -34,7 +34,7 @@ pub(crate) use block::{BlockLeft, BlockRight};
 #[cfg(test)]
 pub(crate) use convert::round_to_bf16;
 pub use panels::Bf16Panels;
-pub use rows::Bf16Rows;
+pub use rows::{Bf16Rows, RowBlock};
 
 /// True where the AVX512-BF16 kernel runs; elsewhere [`Bf16Panels`] computes the same values
 /// with a portable loop (correct, several times slower than the f32 path).

@@ -2,7 +2,7 @@
 
 use super::convert::{bf16_bits, convert, interleave};
 use super::kernel::{panel_product, Segment, K_CHUNK};
-use super::rows::Bf16Rows;
+use super::rows::{Bf16Rows, RowBlock};
 use super::Bf16Kernel;
 use crate::ops::tiles::{SharedOut, TILE_ROWS};
 use candle_core::{bail, Result};
@@ -191,9 +191,9 @@ impl Bf16Panels {
         let (k, kp, kernel) = (self.k, self.kp, self.kernel);
         check_bounds("A", a.len(), (m, k), strides)?;
         let padded = m.div_ceil(kernel.row_step()) * kernel.row_step();
-        let pairs = to_pairs(a, (m, k), strides, (padded, kp), &|_, _| {});
-        let pairs2 =
-            second.map(|(b2, a2)| to_pairs(a2, (m, b2.k), (b2.k, 1), (padded, b2.kp), &|_, _| {}));
+        let pairs = to_pairs(a, (m, k), strides, (padded, kp), &|_, _, _| {});
+        let pairs2 = second
+            .map(|(b2, a2)| to_pairs(a2, (m, b2.k), (b2.k, 1), (padded, b2.kp), &|_, _, _| {}));
         let y = self.product_pairs(
             &pairs,
             m,
@@ -293,6 +293,59 @@ impl Bf16Panels {
         y
     }
 
+    /// y [rows, n] = A . B^T for one block of converted rows (a [`Bf16Rows::convert_then`]
+    /// hook's), on the calling thread: a rank-r factor's product riding on the conversion of
+    /// the activation it reads. Every element of `y[..rows * n]` is written.
+    pub fn product_block(&self, a: RowBlock<'_>, rows: usize, y: &mut [f32]) -> Result<()> {
+        let (n, kp, step) = (self.n, self.kp, self.kernel.row_step());
+        if a.k != self.k || a.kernel != self.kernel {
+            bail!(
+                "bf16 matmul: a block of {} columns converted for {}, against {} on {}",
+                a.k,
+                a.kernel.name(),
+                self.k,
+                self.kernel.name()
+            );
+        }
+        let end = rows.div_ceil(step) * step;
+        if a.pairs.len() < end * kp || y.len() < rows * n {
+            bail!(
+                "bf16 matmul: a block of {} pairs for {rows} rows of {kp}, or {} outputs for \
+                 [{rows}, {n}]",
+                a.pairs.len(),
+                y.len()
+            );
+        }
+        if rows == 0 || n == 0 {
+            return Ok(());
+        }
+        if kp == 0 {
+            y[..rows * n].fill(0.0);
+            return Ok(());
+        }
+        for p in 0..n.div_ceil(PANEL) {
+            let seg = Segment {
+                a: &a.pairs[..end * kp],
+                kp,
+                panel: &self.data[p * kp * PANEL..(p + 1) * kp * PANEL],
+            };
+            let cols = (n - p * PANEL).min(PANEL);
+            // SAFETY: both were laid out for this kernel (checked), which is available (checked
+            // at packing); the block holds `rows` rows padded to the row step with kp > 0 pairs
+            // each and the panel kp * 48 pairs; y holds rows x n (checked), of which this
+            // writes columns p*48..p*48+cols.
+            unsafe {
+                panel_product(
+                    self.kernel,
+                    rows,
+                    std::slice::from_ref(&seg),
+                    (y.as_mut_ptr().add(p * PANEL), n, cols),
+                )
+            };
+        }
+        Ok(())
+    }
+
     /// Bytes held.
     pub fn bytes(&self) -> usize {
         self.data.len() * 4
@@ -362,14 +415,15 @@ pub(super) fn pack_panel(
 pub(super) const CHUNK_ROWS: usize = 64;
 
 /// A [m, k] as rows of bf16 pairs [padded][kp], kp >= ceil(k/2) (zeros pad k and the rows).
-/// `then(i0, rows)` runs on the task that converted rows `i0..i0 + rows` (blocks of
-/// [`CHUNK_ROWS`]) right after it did.
+/// `then(i0, rows, pairs)` runs on the task that converted rows `i0..i0 + rows` (blocks of
+/// [`CHUNK_ROWS`]) right after it did, with those rows' pairs (from row i0 on, `kp` a row, the
+/// padding rows of the last block included; empty when kp is 0).
 pub(super) fn to_pairs(
     a: &[f32],
     (m, k): (usize, usize),
     (rs, cs): Strides,
     (padded, kp): (usize, usize),
-    then: &(dyn Fn(usize, usize) + Sync),
+    then: &(dyn Fn(usize, usize, &[u32]) + Sync),
 ) -> Vec<u32> {
     // Stale values: each task zeroes the padding of its rows (pairs past k, rows past m) and
     // writes the rest.
@@ -377,7 +431,7 @@ pub(super) fn to_pairs(
     let rows_per = CHUNK_ROWS;
     if kp == 0 {
         for i0 in (0..m).step_by(rows_per) {
-            then(i0, (m - i0).min(rows_per));
+            then(i0, (m - i0).min(rows_per), &[]);
         }
         return pairs;
     }
@@ -447,7 +501,7 @@ pub(super) fn to_pairs(
             }
         }
         if rows > 0 {
-            then(i0, rows);
+            then(i0, rows, chunk);
         }
     };
     if parallel {

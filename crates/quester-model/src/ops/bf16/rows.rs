@@ -26,18 +26,18 @@ impl Bf16Rows {
 
     /// Converts a row-major A [m, k] for products against panels packed for `kernel`.
     pub fn convert(kernel: Bf16Kernel, a: &[f32], m: usize, k: usize) -> Result<Self> {
-        Self::convert_then(kernel, a, (m, k), |_, _| {})
+        Self::convert_then(kernel, a, (m, k), |_, _, _| {})
     }
 
-    /// [`Self::convert`], running `then(i0, rows)` on each block of [`Self::BLOCK`] rows (rows
-    /// `i0..i0 + rows`) right after it is converted, on the same thread, while those rows of
-    /// A are in cache. Blocks run in parallel; which thread runs which is unspecified, but the
+    /// [`Self::convert`], running `then(i0, rows, block)` on each block of [`Self::BLOCK`] rows
+    /// (rows `i0..i0 + rows`) right after it is converted, on the same thread, while those rows
+    /// of A and their pairs (`block`, for [`super::Bf16Panels::product_block`]) are in cache. Blocks run in parallel; which thread runs which is unspecified, but the
     /// blocks themselves are fixed by m alone.
     pub fn convert_then(
         kernel: Bf16Kernel,
         a: &[f32],
         (m, k): (usize, usize),
-        then: impl Fn(usize, usize) + Sync,
+        then: impl Fn(usize, usize, RowBlock<'_>) + Sync,
     ) -> Result<Self> {
         if !kernel.available() {
             bail!(
@@ -49,7 +49,10 @@ impl Bf16Rows {
             bail!("bf16 matmul: {} values for a [{m}, {k}] matrix", a.len());
         }
         let padded = m.div_ceil(kernel.row_step()) * kernel.row_step();
-        let pairs = to_pairs(a, (m, k), (k, 1), (padded, kernel.pair_stride(k)), &then);
+        let kp = kernel.pair_stride(k);
+        let hook =
+            |i0: usize, rows: usize, pairs: &[u32]| then(i0, rows, RowBlock { pairs, k, kernel });
+        let pairs = to_pairs(a, (m, k), (k, 1), (padded, kp), &hook);
         Ok(Bf16Rows {
             m,
             k,
@@ -76,6 +79,14 @@ impl Bf16Rows {
     pub(super) fn pairs(&self) -> &[u32] {
         &self.pairs
     }
+}
+
+/// One block of rows just converted by [`Bf16Rows::convert_then`], as its hook gets it.
+#[derive(Clone, Copy)]
+pub struct RowBlock<'a> {
+    pub(super) pairs: &'a [u32],
+    pub(super) k: usize,
+    pub(super) kernel: Bf16Kernel,
 }
 
 impl Drop for Bf16Rows {
@@ -127,7 +138,7 @@ mod tests {
         for m in [0, 1, 63, 64, 65, 700] {
             let seen = Mutex::new(Vec::new());
             let a = data(m * 300, 5);
-            Bf16Rows::convert_then(kernel, &a, (m, 300), |i0, rows| {
+            Bf16Rows::convert_then(kernel, &a, (m, 300), |i0, rows, _| {
                 seen.lock().unwrap().push((i0, rows));
             })
             .unwrap();
