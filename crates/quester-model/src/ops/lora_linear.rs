@@ -20,8 +20,8 @@ use std::sync::{Arc, Mutex};
 /// Differentiable in x, a and b. In bf16 `precision` the products with W (forward and the
 /// input's gradient) take bf16 operands, and the update's share of those two outputs,
 /// `(s x A^T) B^T` and `(s g B) A`, is added into the same accumulators as a second bf16
-/// product (one pass over the output instead of two); `x A^T`, `g B` and the factors'
-/// gradients stay f32.
+/// product (one pass over the output instead of two); `x A^T` and `g B` are bf16 products
+/// from the same converted rows, and the factors' gradients stay f32.
 pub fn lora_linear(
     x: &Tensor,
     w: &Tensor,
