@@ -79,6 +79,7 @@ pub fn causal_attention_in(
         mask: Arc::new(key_mask.to_vec()),
         past,
         bf16: (precision == Precision::Bf16).then(crate::ops::bf16::Bf16Kernel::best),
+        lse: std::sync::Mutex::new(None),
     };
     q.contiguous()?.apply_op3(&kv_view(k)?, &kv_view(v)?, op)
 }
@@ -112,6 +113,9 @@ struct Attention {
     past: usize,
     /// The kernel of bf16 products, or None for f32 ones.
     bf16: Option<crate::ops::bf16::Bf16Kernel>,
+    /// The bf16 forward's log-sum-exp of each query row, for the backward pass (a float a
+    /// row; the probabilities themselves are what this op never keeps).
+    lse: std::sync::Mutex<Option<Vec<f32>>>,
 }
 
 /// Shapes and strides of one call.
@@ -164,9 +168,43 @@ fn block_probs<T: Float>(
 /// zero).
 fn rows_to_probs<T: Float>(
     p: &mut [T],
+    dims: (usize, usize, usize),
+    qpos: impl Fn(usize) -> usize,
+    mask: &[u32],
+) {
+    rows_to_probs_lse(p, dims, qpos, mask, None);
+}
+
+/// The row of `p` for query `i` (at cache position `qpos`) over keys `lo..hi`: the keys it may
+/// see (the masked ones set to -inf, for e^-inf = 0), the rest after causality set to zero.
+fn live_keys<'a, T: Float>(
+    row: &'a mut [T],
+    (lo, qpos): (usize, usize),
+    keys: &[u32],
+    holes: bool,
+) -> &'a mut [T] {
+    let seen = (qpos + 1).saturating_sub(lo).min(row.len());
+    let (live, after) = row.split_at_mut(seen);
+    after.fill(T::zero());
+    if holes {
+        for (x, &m) in live.iter_mut().zip(keys) {
+            if m == 0 {
+                *x = T::neg_infinity();
+            }
+        }
+    }
+    live
+}
+
+/// [`rows_to_probs`], also writing each row's log-sum-exp of its visible scores to `lse` (-inf
+/// for a row that sees no key), from which [`rows_from_lse`] gives the same probabilities
+/// again without the max and sum passes.
+fn rows_to_probs_lse<T: Float>(
+    p: &mut [T],
     (qb, lo, hi): (usize, usize, usize),
     qpos: impl Fn(usize) -> usize,
     mask: &[u32],
+    mut lse: Option<&mut [T]>,
 ) {
     let kn = hi - lo;
     // Causality cuts each row at a position, so the keys after it are a range set to zero;
@@ -175,26 +213,44 @@ fn rows_to_probs<T: Float>(
     let keys = &mask[lo..hi];
     let holes = keys.contains(&0);
     for i in 0..qb {
-        let qpos = qpos(i);
-        let row = &mut p[i * kn..(i + 1) * kn];
-        let seen = (qpos + 1).saturating_sub(lo).min(kn);
-        let (live, after) = row.split_at_mut(seen);
-        after.fill(T::zero());
-        if holes {
-            for (x, &m) in live.iter_mut().zip(keys) {
-                if m == 0 {
-                    *x = T::neg_infinity(); // e^-inf = 0
-                }
-            }
-        }
+        let live = live_keys(&mut p[i * kn..(i + 1) * kn], (lo, qpos(i)), keys, holes);
         let mx = lane_max(live);
         if mx == T::neg_infinity() {
             live.fill(T::zero());
+            if let Some(l) = lse.as_deref_mut() {
+                l[i] = T::neg_infinity();
+            }
             continue;
         }
         T::exp_shifted(live, mx);
-        let inv = T::one() / lane_sum(live);
+        let sum = lane_sum(live);
+        let inv = T::one() / sum;
         live.iter_mut().for_each(|x| *x *= inv);
+        if let Some(l) = lse.as_deref_mut() {
+            l[i] = mx + sum.ln();
+        }
+    }
+}
+
+/// Score rows turned into probabilities as [`rows_to_probs_lse`] did for the same scores, from
+/// the log-sum-exps it wrote: one `exp` pass a row (the backward pass's recomputation).
+fn rows_from_lse<T: Float>(
+    p: &mut [T],
+    (qb, lo, hi): (usize, usize, usize),
+    qpos: impl Fn(usize) -> usize,
+    mask: &[u32],
+    lse: &[T],
+) {
+    let kn = hi - lo;
+    let keys = &mask[lo..hi];
+    let holes = keys.contains(&0);
+    for i in 0..qb {
+        let live = live_keys(&mut p[i * kn..(i + 1) * kn], (lo, qpos(i)), keys, holes);
+        if lse[i] == T::neg_infinity() {
+            live.fill(T::zero());
+        } else {
+            T::exp_shifted(live, lse[i]);
+        }
     }
 }
 
@@ -458,7 +514,7 @@ impl CustomOp3 for Attention {
         }
         let geo = self.geom(l1, l2)?;
         if let (Some(kernel), CpuStorage::F32(_), true) = (self.bf16, s1, geo.t >= FEW_ROWS) {
-            let out = bf16::forward(
+            let (out, lse) = bf16::forward(
                 contiguous::<f32>(s1, l1)?,
                 kv_slice::<f32>(s2)?,
                 kv_slice::<f32>(s3)?,
@@ -466,6 +522,9 @@ impl CustomOp3 for Attention {
                 &self.mask,
                 kernel,
             );
+            if let Ok(mut kept) = self.lse.lock() {
+                *kept = Some(lse);
+            }
             return Ok((CpuStorage::F32(out), l1.shape().clone()));
         }
         let out = by_float!(s1, "attention", |T| forward(
@@ -599,9 +658,17 @@ impl CustomOp3 for Attention {
         let (dq, dk, dv) = match q.dtype() {
             // The forward's choice: bf16 products for blocks of query rows, f32 for a few.
             candle_core::DType::F32 => match self.bf16.filter(|_| geo.t >= FEW_ROWS) {
-                Some(kernel) => run!(f32, |q, k, v, g, geo, mask| {
-                    bf16::backward(q, k, v, g, geo, mask, kernel)
-                }),
+                Some(kernel) => {
+                    let kept = self.lse.lock().ok();
+                    let rows = q.elem_count() / geo.d.max(1);
+                    let lse = kept
+                        .as_ref()
+                        .and_then(|l| l.as_deref())
+                        .filter(|l| l.len() == rows);
+                    run!(f32, |q, k, v, g, geo, mask| {
+                        bf16::backward(q, k, v, g, geo, mask, kernel, lse)
+                    })
+                }
                 None => run!(f32, backward),
             },
             candle_core::DType::F64 => run!(f64, backward),
