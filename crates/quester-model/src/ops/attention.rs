@@ -11,6 +11,7 @@ mod bf16;
 
 use super::attention_rows::{add_weighted, scores};
 use super::gemm::mm;
+use super::reduce::{lane_max, lane_sum};
 use super::{contiguous, host, Float};
 use crate::precision::Precision;
 use candle_core::{bail, CpuStorage, CustomOp3, Layout, Result, Shape, Tensor, WithDType};
@@ -252,37 +253,6 @@ fn rows_from_lse<T: Float>(
             T::exp_shifted(live, lse[i]);
         }
     }
-}
-
-/// Lanes of the reductions below: independent partial results the compiler keeps in one
-/// vector register (a single running max or sum is a serial chain).
-const LANES: usize = 16;
-
-/// The largest element (-inf for an empty slice or one of -infs only; NaNs are skipped).
-fn lane_max<T: Float>(x: &[T]) -> T {
-    let mut m = [T::neg_infinity(); LANES];
-    let chunks = x.chunks_exact(LANES);
-    let tail = chunks.remainder();
-    for c in chunks {
-        for (a, &b) in m.iter_mut().zip(c) {
-            *a = if b > *a { b } else { *a };
-        }
-    }
-    tail.iter()
-        .chain(&m)
-        .fold(T::neg_infinity(), |a, &b| if b > a { b } else { a })
-}
-
-fn lane_sum<T: Float>(x: &[T]) -> T {
-    let mut s = [T::zero(); LANES];
-    let chunks = x.chunks_exact(LANES);
-    let tail = chunks.remainder();
-    for c in chunks {
-        for (a, &b) in s.iter_mut().zip(c) {
-            *a += b;
-        }
-    }
-    tail.iter().chain(&s).copied().sum()
 }
 
 /// The key range [lo, hi) of query rows t0..t1 of a batch row whose first real key is `first`.

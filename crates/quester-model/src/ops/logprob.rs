@@ -1,7 +1,8 @@
 //! Fused `log_softmax(logits)[target]`: the log-probability of one target token per row,
 //! without materialising the log-softmax matrix.
 
-use super::{contiguous, Float, PAR_MIN};
+use super::reduce::{lane_max, lane_sum};
+use super::{contiguous, copied_rows_then, Float, PAR_MIN};
 use candle_core::{bail, CpuStorage, CustomOp2, CustomOp3, Layout, Result, Shape, Tensor};
 use rayon::prelude::*;
 
@@ -19,10 +20,10 @@ pub fn gather_log_softmax(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
 struct GatherLogSoftmax;
 struct GatherLogSoftmaxBwd;
 
+/// ln sum e^row, the max and the sums in lanes (`super::reduce`; `logprob_entropy` computes it
+/// the same way, so the two ops give the same bits).
 fn log_sum_exp<T: Float>(row: &[T]) -> T {
-    let m = row
-        .iter()
-        .fold(T::neg_infinity(), |a, &b| num_traits::Float::max(a, b));
+    let m = lane_max(row);
     // e^(v - m) in stack chunks: the row is borrowed and the vocabulary is large.
     let mut buf = [T::zero(); 512];
     let mut s = T::zero();
@@ -30,7 +31,7 @@ fn log_sum_exp<T: Float>(row: &[T]) -> T {
         let b = &mut buf[..chunk.len()];
         b.copy_from_slice(chunk);
         T::exp_shifted(b, m);
-        s += b.iter().copied().sum::<T>();
+        s += lane_sum(b);
     }
     m + s.ln()
 }
@@ -48,22 +49,13 @@ fn fwd<T: Float>(x: &[T], t: &[u32], v: usize) -> Result<Vec<T>> {
 }
 
 fn bwd<T: Float>(x: &[T], t: &[u32], g: &[T], v: usize) -> Vec<T> {
-    let mut out = vec![T::zero(); x.len()];
-    let body = |(n, o): (usize, &mut [T])| {
-        let row = &x[n * v..(n + 1) * v];
-        let lse = log_sum_exp(row);
-        o.copy_from_slice(row);
+    copied_rows_then(x, v, |n, o| {
+        let lse = log_sum_exp(&x[n * v..(n + 1) * v]);
         T::exp_shifted(o, lse);
         let scale = -g[n];
         o.iter_mut().for_each(|oi| *oi *= scale);
         o[t[n] as usize] += g[n];
-    };
-    if x.len() >= PAR_MIN {
-        out.par_chunks_mut(v).enumerate().for_each(body);
-    } else {
-        out.chunks_mut(v).enumerate().for_each(body);
-    }
-    out
+    })
 }
 
 impl CustomOp2 for GatherLogSoftmax {

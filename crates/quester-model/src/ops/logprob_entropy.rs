@@ -8,7 +8,8 @@
 //! which makes one more. The log-probabilities are [`super::gather_log_softmax`]'s bits (the
 //! same sums in the same order), so scoring without the entropy and training with it agree.
 
-use super::{contiguous, Float, PAR_MIN};
+use super::reduce::{lane_dot, lane_max, lane_sum};
+use super::{contiguous, copied_rows_then, Float, PAR_MIN};
 use candle_core::{bail, CpuStorage, CustomOp2, CustomOp3, Layout, Result, Shape, Tensor};
 use rayon::prelude::*;
 use std::sync::Mutex;
@@ -48,17 +49,15 @@ const EXP_CHUNK: usize = 512;
 /// (log-sum-exp, entropy) of one row. The log-sum-exp is `gather_log_softmax`'s to the bit:
 /// the same max, chunks and per-chunk sums.
 fn row_stats<T: Float>(row: &[T]) -> (T, T) {
-    let m = row
-        .iter()
-        .fold(T::neg_infinity(), |a, &b| num_traits::Float::max(a, b));
+    let m = lane_max(row);
     let mut buf = [T::zero(); EXP_CHUNK];
     let (mut s, mut sz) = (T::zero(), T::zero());
     for z in row.chunks(EXP_CHUNK) {
         let e = &mut buf[..z.len()];
         e.copy_from_slice(z);
         T::exp_shifted(e, m);
-        s += e.iter().copied().sum::<T>();
-        sz += e.iter().zip(z).map(|(&e, &z)| e * z).sum::<T>();
+        s += lane_sum(e);
+        sz += lane_dot(e, z);
     }
     let lse = m + s.ln();
     // H = lse - E_p[z]
@@ -89,8 +88,7 @@ fn fwd<T: Float>(x: &[T], t: &[u32], v: usize) -> Result<(Vec<T>, Vec<RowStats>)
 /// absent). A row whose entropy gradient is zero takes the log-prob's backward alone
 /// (`gather_log_softmax`'s bits).
 fn bwd<T: Float>(x: &[T], t: &[u32], g: &[T], stats: Option<&[RowStats]>, v: usize) -> Vec<T> {
-    let mut out = vec![T::zero(); x.len()];
-    let body = |(n, o): (usize, &mut [T])| {
+    copied_rows_then(x, v, |n, o| {
         let row = &x[n * v..(n + 1) * v];
         let (g_lp, g_h) = (g[2 * n], g[2 * n + 1]);
         let back = <T as candle_core::WithDType>::from_f64;
@@ -98,7 +96,6 @@ fn bwd<T: Float>(x: &[T], t: &[u32], g: &[T], stats: Option<&[RowStats]>, v: usi
             Some(s) => (back(s[n][0]), back(s[n][1])),
             None => row_stats(row),
         };
-        o.copy_from_slice(row);
         T::exp_shifted(o, lse);
         if g_h == T::zero() {
             let scale = -g_lp;
@@ -109,13 +106,7 @@ fn bwd<T: Float>(x: &[T], t: &[u32], g: &[T], stats: Option<&[RowStats]>, v: usi
             }
         }
         o[t[n] as usize] += g_lp;
-    };
-    if x.len() >= PAR_MIN {
-        out.par_chunks_mut(v).enumerate().for_each(body);
-    } else {
-        out.chunks_mut(v).enumerate().for_each(body);
-    }
-    out
+    })
 }
 
 impl CustomOp2 for WithEntropy {

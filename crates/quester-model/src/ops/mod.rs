@@ -46,6 +46,7 @@ mod low_rank;
 mod packed_matmul;
 mod portable;
 mod prefix_keys;
+mod reduce;
 mod rms_norm;
 mod rope;
 mod softmax;
@@ -110,6 +111,41 @@ pub(crate) fn host<'a, T: WithDType>(t: &Tensor, guard: &'a Storage) -> Result<&
 
 /// Rows below this many elements in total are processed on the calling thread.
 pub(crate) const PAR_MIN: usize = 1 << 14;
+
+/// A copy of `src` (rows of `v`) that `body(n, row)` then changes in place, row by row, in
+/// parallel when large. The output is not zeroed first: each row is written by its copy, so a
+/// zeroed allocation's extra pass over the whole output (on one thread) is saved.
+pub(crate) fn copied_rows_then<T: Float>(
+    src: &[T],
+    v: usize,
+    body: impl Fn(usize, &mut [T]) + Sync + Send,
+) -> Vec<T> {
+    use std::mem::MaybeUninit;
+    let n = src.len();
+    if v == 0 || n == 0 {
+        return src.to_vec();
+    }
+    let mut out: Vec<T> = Vec::with_capacity(n);
+    let run = |(i, o): (usize, &mut [MaybeUninit<T>])| {
+        for (d, &s) in o.iter_mut().zip(&src[i * v..]) {
+            d.write(s);
+        }
+        // SAFETY: every element of `o` was written just above (the chunks of `src` and of
+        // the output have one length), and MaybeUninit<T> has T's layout.
+        let o = unsafe { &mut *(o as *mut [MaybeUninit<T>] as *mut [T]) };
+        body(i, o);
+    };
+    let spare = &mut out.spare_capacity_mut()[..n];
+    if n >= PAR_MIN {
+        use rayon::prelude::*;
+        spare.par_chunks_mut(v).enumerate().for_each(run);
+    } else {
+        spare.chunks_mut(v).enumerate().for_each(run);
+    }
+    // SAFETY: the chunks cover 0..n and each was written whole.
+    unsafe { out.set_len(n) };
+    out
+}
 
 /// Checks shared by the kernels' unit tests.
 #[cfg(test)]

@@ -3,6 +3,7 @@
 use super::{contiguous, Float, PAR_MIN};
 use candle_core::{bail, CpuStorage, CustomOp2, Layout, Result, Shape, Tensor, WithDType};
 use rayon::prelude::*;
+use std::mem::MaybeUninit;
 
 /// Differentiable RMSNorm of `x` (any shape, normalised over the last dim) with weight `w` [D].
 pub fn rms_norm(x: &Tensor, w: &Tensor, eps: f64) -> Result<Tensor> {
@@ -25,18 +26,26 @@ fn inv_rms<T: Float>(row: &[T], eps: f64) -> T {
 
 fn fwd<T: Float>(x: &[T], w: &[T], eps: f64) -> Vec<T> {
     let d = w.len();
-    let mut out = vec![T::zero(); x.len()];
-    let body = |(o, r): (&mut [T], &[T])| {
+    if d == 0 || x.is_empty() {
+        return x.to_vec();
+    }
+    // Every element is written below, so the output is not zeroed first.
+    let mut out: Vec<T> = Vec::with_capacity(x.len());
+    let body = |(o, r): (&mut [MaybeUninit<T>], &[T])| {
         let s = inv_rms(r, eps);
         for ((o, &r), &w) in o.iter_mut().zip(r).zip(w) {
-            *o = r * s * w;
+            o.write(r * s * w);
         }
     };
+    let spare = &mut out.spare_capacity_mut()[..x.len()];
     if x.len() >= PAR_MIN {
-        out.par_chunks_mut(d).zip(x.par_chunks(d)).for_each(body);
+        spare.par_chunks_mut(d).zip(x.par_chunks(d)).for_each(body);
     } else {
-        out.chunks_mut(d).zip(x.chunks(d)).for_each(body);
+        spare.chunks_mut(d).zip(x.chunks(d)).for_each(body);
     }
+    // SAFETY: the rows of `spare` and of x pair up one to one (both of d) and each is written
+    // whole.
+    unsafe { out.set_len(x.len()) };
     out
 }
 

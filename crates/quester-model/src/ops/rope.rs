@@ -4,6 +4,7 @@
 use super::{contiguous, Float, PAR_MIN};
 use candle_core::{bail, CpuStorage, CustomOp3, DType, Layout, Result, Shape, Tensor};
 use rayon::prelude::*;
+use std::mem::MaybeUninit;
 
 /// cos and sin tables [B, T, D/2] for integer positions `pos` [B, T] (u32).
 pub fn rope_tables(
@@ -51,9 +52,14 @@ struct Rope {
 
 fn apply<T: Float>(x: &[T], cos: &[T], sin: &[T], h: usize, d: usize, inverse: bool) -> Vec<T> {
     let half = d / 2;
-    let mut out = vec![T::zero(); x.len()];
+    if h * d == 0 || x.is_empty() {
+        return x.to_vec();
+    }
+    // Written element by element below, not zeroed first (a zeroed allocation is one more pass
+    // over the output, on one thread).
+    let mut out: Vec<T> = Vec::with_capacity(x.len());
     // One chunk = all heads of one (b, t) token.
-    let body = |(tok, o): (usize, &mut [T])| {
+    let body = |(tok, o): (usize, &mut [MaybeUninit<T>])| {
         let c = &cos[tok * half..(tok + 1) * half];
         let s = &sin[tok * half..(tok + 1) * half];
         for head in 0..h {
@@ -61,16 +67,23 @@ fn apply<T: Float>(x: &[T], cos: &[T], sin: &[T], h: usize, d: usize, inverse: b
             let oi = &mut o[head * d..(head + 1) * d];
             for i in 0..half {
                 let si = if inverse { -s[i] } else { s[i] };
-                oi[i] = xi[i] * c[i] - xi[i + half] * si;
-                oi[i + half] = xi[i + half] * c[i] + xi[i] * si;
+                oi[i].write(xi[i] * c[i] - xi[i + half] * si);
+                oi[i + half].write(xi[i + half] * c[i] + xi[i] * si);
+            }
+            if d % 2 == 1 {
+                // An odd head's last element has no partner (zero, as it always was).
+                oi[d - 1].write(T::zero());
             }
         }
     };
+    let spare = &mut out.spare_capacity_mut()[..x.len()];
     if x.len() >= PAR_MIN {
-        out.par_chunks_mut(h * d).enumerate().for_each(body);
+        spare.par_chunks_mut(h * d).enumerate().for_each(body);
     } else {
-        out.chunks_mut(h * d).enumerate().for_each(body);
+        spare.chunks_mut(h * d).enumerate().for_each(body);
     }
+    // SAFETY: the chunks cover every token and each writes all d elements of its h heads.
+    unsafe { out.set_len(x.len()) };
     out
 }
 
