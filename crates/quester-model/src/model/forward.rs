@@ -111,8 +111,9 @@ impl Model {
         let t = x.dims()[1];
         let (k, v) = match kv {
             Some((kc, vc)) => {
-                kc.slice_set(&k, 2, past)?;
-                vc.slice_set(&v, 2, past)?;
+                // A bf16 cache stores them rounded (a no-op for an f32 cache).
+                kc.slice_set(&k.to_dtype(kc.dtype())?, 2, past)?;
+                vc.slice_set(&v.to_dtype(vc.dtype())?, 2, past)?;
                 (kc.narrow(2, 0, past + t)?, vc.narrow(2, 0, past + t)?)
             }
             None => (k, v),
@@ -417,6 +418,12 @@ impl Model {
     }
 
     /// A KV cache sized for this model.
+    ///
+    /// Under [`Precision::Bf16`](crate::precision::Precision) on the CPU (f32 weights, our
+    /// kernels) the cache holds bf16: decoding is bound by reading it, and attention's
+    /// training products already read keys and values rounded to bf16 under that precision,
+    /// so the rollouts' attention sees the values the training pass does. Otherwise it has the
+    /// model's dtype.
     pub fn new_cache(&self, batch: usize, capacity: usize) -> Result<KvCache> {
         Ok(KvCache::new(
             self.config.num_hidden_layers,
@@ -424,9 +431,23 @@ impl Model {
             self.config.num_key_value_heads,
             capacity,
             self.config.head_dim,
-            self.dtype(),
+            self.cache_dtype(),
             self.device(),
         )?)
+    }
+
+    /// The element type of [`Model::new_cache`]'s caches.
+    pub fn cache_dtype(&self) -> DType {
+        let dtype = self.dtype();
+        let bf16 = self.precision == crate::precision::Precision::Bf16
+            && dtype == DType::F32
+            && self.device().is_cpu()
+            && !crate::ops::portable_wanted(self.device());
+        if bf16 {
+            DType::BF16
+        } else {
+            dtype
+        }
     }
 }
 

@@ -9,7 +9,7 @@
 
 mod bf16;
 
-use super::attention_rows::{add_weighted, scores};
+use super::attention_rows::{add_weighted, scores, CacheElem};
 use super::gemm::mm;
 use super::reduce::{lane_max, lane_sum};
 use super::{contiguous, host, Float};
@@ -311,7 +311,16 @@ fn forward<T: Float>(q: &[T], k: &[T], v: &[T], geo: Geom, mask: &[Vec<u32>]) ->
 /// queries of all its G heads together, so each key and value row is read once for all of them
 /// (per query head it was read G times), with the row kernels of [`super::attention_rows`]
 /// instead of gemm.
-fn forward_few<T: Float>(q: &[T], k: &[T], v: &[T], geo: Geom, mask: &[Vec<u32>]) -> Vec<T> {
+///
+/// Keys and values may be bf16 for f32 queries (a bf16 KV cache): the row kernels widen them
+/// as they load them.
+fn forward_few<T: Float, K: CacheElem<T>>(
+    q: &[T],
+    k: &[K],
+    v: &[K],
+    geo: Geom,
+    mask: &[Vec<u32>],
+) -> Vec<T> {
     let (t, d) = (geo.t, geo.d);
     let rows = geo.g * t;
     let firsts = first_real(mask);
@@ -465,6 +474,55 @@ fn kv_slice<T: WithDType>(s: &CpuStorage) -> Result<&[T]> {
     T::cpu_storage_as_slice(s)
 }
 
+/// The S key and value rows of every (batch row, key/value head) of bf16 `k` and `v` (read
+/// through `geo`'s strides), widened to contiguous f32 [B, KVH, S, D], and the geometry of
+/// that layout. `q_len` is q's element count (it gives B).
+fn widen_kv(
+    k: &[half::bf16],
+    v: &[half::bf16],
+    geo: Geom,
+    q_len: usize,
+) -> (Vec<f32>, Vec<f32>, Geom) {
+    let (s, d) = (geo.s, geo.d);
+    let units = q_len / (geo.g * geo.t * d).max(1);
+    let widen = |src: &[half::bf16]| -> Vec<f32> {
+        let mut out = vec![0f32; units * s * d];
+        out.par_chunks_mut((s * d).max(1))
+            .enumerate()
+            .for_each(|(u, o)| {
+                let at = geo.kv_offset(u / geo.h, u % geo.h);
+                o.iter_mut()
+                    .zip(&src[at..at + s * d])
+                    .for_each(|(o, x)| *o = x.to_f32());
+            });
+        out
+    };
+    let geo = Geom {
+        kv_start: 0,
+        kv_sb: geo.h * s * d,
+        kv_sh: s * d,
+        ..geo
+    };
+    (widen(k), widen(v), geo)
+}
+
+impl Attention {
+    /// The f32 forward: bf16 products for blocks of query rows when the op was made with a
+    /// bf16 kernel (keeping each row's log-sum-exp for the backward), f32 ones otherwise.
+    fn forward_f32(&self, q: &[f32], k: &[f32], v: &[f32], geo: Geom) -> Vec<f32> {
+        match self.bf16.filter(|_| geo.t >= FEW_ROWS) {
+            Some(kernel) => {
+                let (out, lse) = bf16::forward(q, k, v, geo, &self.mask, kernel);
+                if let Ok(mut kept) = self.lse.lock() {
+                    *kept = Some(lse);
+                }
+                out
+            }
+            None => forward(q, k, v, geo, &self.mask),
+        }
+    }
+}
+
 impl CustomOp3 for Attention {
     fn name(&self) -> &'static str {
         "quester-causal-attention"
@@ -483,28 +541,39 @@ impl CustomOp3 for Attention {
             bail!("attention: k and v must share a layout");
         }
         let geo = self.geom(l1, l2)?;
-        if let (Some(kernel), CpuStorage::F32(_), true) = (self.bf16, s1, geo.t >= FEW_ROWS) {
-            let (out, lse) = bf16::forward(
-                contiguous::<f32>(s1, l1)?,
-                kv_slice::<f32>(s2)?,
-                kv_slice::<f32>(s3)?,
-                geo,
-                &self.mask,
-                kernel,
-            );
-            if let Ok(mut kept) = self.lse.lock() {
-                *kept = Some(lse);
+        let shape = l1.shape().clone();
+        match (s1, s2) {
+            (CpuStorage::F32(_), CpuStorage::BF16(_)) => {
+                let q = contiguous::<f32>(s1, l1)?;
+                let (k, v) = (kv_slice::<half::bf16>(s2)?, kv_slice::<half::bf16>(s3)?);
+                if geo.t < FEW_ROWS {
+                    let out = forward_few(q, k, v, geo, &self.mask);
+                    return Ok((CpuStorage::F32(out), shape));
+                }
+                // Blocks of query rows (a prompt after a cached prefix): the cache's rows
+                // widened once, then the f32 path.
+                let (k, v, geo) = widen_kv(k, v, geo, q.len());
+                Ok((CpuStorage::F32(self.forward_f32(q, &k, &v, geo)), shape))
             }
-            return Ok((CpuStorage::F32(out), l1.shape().clone()));
+            (CpuStorage::F32(_), _) => {
+                let (q, k, v) = (
+                    contiguous::<f32>(s1, l1)?,
+                    kv_slice::<f32>(s2)?,
+                    kv_slice::<f32>(s3)?,
+                );
+                Ok((CpuStorage::F32(self.forward_f32(q, k, v, geo)), shape))
+            }
+            _ => {
+                let out = by_float!(s1, "attention", |T| forward(
+                    contiguous::<T>(s1, l1)?,
+                    kv_slice::<T>(s2)?,
+                    kv_slice::<T>(s3)?,
+                    geo,
+                    &self.mask,
+                ));
+                Ok((out, shape))
+            }
         }
-        let out = by_float!(s1, "attention", |T| forward(
-            contiguous::<T>(s1, l1)?,
-            kv_slice::<T>(s2)?,
-            kv_slice::<T>(s3)?,
-            geo,
-            &self.mask,
-        ));
-        Ok((out, l1.shape().clone()))
     }
 
     #[cfg(feature = "cuda")]
@@ -589,6 +658,15 @@ impl CustomOp3 for Attention {
         _res: &Tensor,
         grad: &Tensor,
     ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+        if k.dtype() != q.dtype() || v.dtype() != q.dtype() {
+            bail!(
+                "attention backward: keys and values must have the queries' dtype ({:?}), got \
+                 {:?} and {:?} (a bf16 KV cache serves decoding, without gradients)",
+                q.dtype(),
+                k.dtype(),
+                v.dtype()
+            );
+        }
         if !q.device().is_cpu() {
             let (dq, dk, dv) =
                 super::portable::causal_attention_backward(q, k, v, &self.mask, self.past, grad)?;
@@ -771,6 +849,50 @@ mod tests {
         );
         let d = crate::ops::test_util::max_abs_diff(&ours, &want);
         assert!(d < 1e-5, "{d}");
+    }
+
+    /// A bf16 cache narrowed along keys gives what the f32 op gives on its values widened, bit
+    /// for bit: decoding's few rows (the row kernels read bf16) and a block of rows after a
+    /// cached prefix (widened once), in f32 and bf16 products; its backward is a clear error.
+    #[test]
+    fn reads_a_bf16_cache_as_its_widened_values() {
+        for &(t, past, d) in &[
+            (1usize, 40usize, 64usize),
+            (3, 17, 64),
+            (2, 9, 8),
+            (70, 12, 64),
+        ] {
+            let (s, cap) = (past + t, past + t + 5);
+            let mut m0 = vec![1u32; s];
+            m0[..3].iter_mut().for_each(|x| *x = 0);
+            let mask = vec![m0, vec![1u32; s]];
+            let q = rand((2, 2, 3 * t, d), DType::F32);
+            let cache = |_| rand((2, 2, cap, d), DType::BF16);
+            let (kc, vc) = (cache(0), cache(1));
+            let (k, v) = (kc.narrow(2, 0, s).unwrap(), vc.narrow(2, 0, s).unwrap());
+            let wide = |x: &Tensor| x.to_dtype(DType::F32).unwrap();
+            for precision in [Precision::F32, Precision::Bf16] {
+                let ours = causal_attention_in(&q, &k, &v, &mask, past, precision).unwrap();
+                let want =
+                    causal_attention_in(&q, &wide(&k), &wide(&v), &mask, past, precision).unwrap();
+                let bits = |x: &Tensor| -> Vec<u32> {
+                    let x: Vec<f32> = x.flatten_all().unwrap().to_vec1().unwrap();
+                    x.iter().map(|v| v.to_bits()).collect()
+                };
+                assert_eq!(
+                    bits(&ours),
+                    bits(&want),
+                    "t {t} past {past} d {d} {precision:?}"
+                );
+            }
+        }
+        let (q, kv) = (
+            Var::from_tensor(&rand((1, 1, 2, 8), DType::F32)).unwrap(),
+            rand((1, 1, 2, 8), DType::BF16),
+        );
+        let y = causal_attention(q.as_tensor(), &kv, &kv, &[vec![1, 1]], 0).unwrap();
+        let err = y.sum_all().unwrap().backward().unwrap_err().to_string();
+        assert!(err.contains("bf16 KV cache"), "{err}");
     }
 
     #[test]

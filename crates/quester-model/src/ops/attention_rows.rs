@@ -9,13 +9,57 @@
 //! vector of 16 scores (45 instructions instead of 16 separate reductions); the outputs of up
 //! to 3 rows stay in registers while every value row is read once. Other types and widths take
 //! plain loops with the same meaning.
+//!
+//! Keys and values may also be bf16 (a bf16 KV cache, [`CacheElem`]): decoding is bound by
+//! reading the cache, and bf16 halves what it reads. Each element is widened to f32 exactly in
+//! the register it is loaded into; the products and sums are the f32 ones.
 
 use super::Float;
 
+/// The element type of keys and values read by these kernels for queries of type `T`: `T`
+/// itself, or bf16 for f32 queries.
+pub(crate) trait CacheElem<T>: Copy + Send + Sync + 'static {
+    /// The value as `T` (exact).
+    fn widen(self) -> T;
+}
+
+impl CacheElem<f32> for f32 {
+    fn widen(self) -> f32 {
+        self
+    }
+}
+
+impl CacheElem<f64> for f64 {
+    fn widen(self) -> f64 {
+        self
+    }
+}
+
+impl CacheElem<f32> for half::bf16 {
+    fn widen(self) -> f32 {
+        self.to_f32()
+    }
+}
+
+/// `x` as a slice of `U` when `T` is `U`.
+fn same<T: 'static, U: 'static>(x: &[T]) -> Option<&[U]> {
+    (std::any::TypeId::of::<T>() == std::any::TypeId::of::<U>())
+        // SAFETY: T is U (checked just above).
+        .then(|| unsafe { std::slice::from_raw_parts(x.as_ptr().cast::<U>(), x.len()) })
+}
+
+/// Whether the AVX-512 kernels take keys of type `K` (f32 or bf16) with f32 queries.
+#[cfg(target_arch = "x86_64")]
+fn lanes_for<K: 'static>() -> bool {
+    use std::any::TypeId;
+    let k = TypeId::of::<K>();
+    k == TypeId::of::<f32>() || k == TypeId::of::<half::bf16>()
+}
+
 /// `s[r * s_rs + j] = q_r . k_j` for `rows` query rows `q` [rows, d] and `kn` keys `k` [kn, d].
-pub(crate) fn scores<T: Float>(
+pub(crate) fn scores<T: Float, K: CacheElem<T>>(
     q: &[T],
-    k: &[T],
+    k: &[K],
     (rows, kn, d): (usize, usize, usize),
     s: &mut [T],
     s_rs: usize,
@@ -27,8 +71,8 @@ pub(crate) fn scores<T: Float>(
         "attention scores: shapes"
     );
     #[cfg(target_arch = "x86_64")]
-    if let (Some(q), Some(k)) = (as_f32(q), as_f32(k)) {
-        if d == 64 && std::is_x86_feature_detected!("avx512f") {
+    if let Some(q) = as_f32(q) {
+        if d == 64 && lanes_for::<K>() && std::is_x86_feature_detected!("avx512f") {
             let s = as_f32_mut(s).expect("s has q's type");
             for r in 0..rows {
                 // SAFETY: AVX-512F is present; row r of q, kn rows of k and kn scores of row r
@@ -38,20 +82,29 @@ pub(crate) fn scores<T: Float>(
             return;
         }
     }
-    for r in 0..rows {
-        let qr = &q[r * d..(r + 1) * d];
-        for j in 0..kn {
-            s[r * s_rs + j] = T::dot(qr, &k[j * d..(j + 1) * d]);
+    let mut wide = Vec::new();
+    for j in 0..kn {
+        let kj = &k[j * d..(j + 1) * d];
+        let kj: &[T] = match same::<K, T>(kj) {
+            Some(kj) => kj,
+            None => {
+                wide.clear();
+                wide.extend(kj.iter().map(|&x| x.widen()));
+                &wide
+            }
+        };
+        for r in 0..rows {
+            s[r * s_rs + j] = T::dot(&q[r * d..(r + 1) * d], kj);
         }
     }
 }
 
 /// `o_r += sum_j p[r * p_rs + j] v_j` for `rows` rows of `o` [rows, d] and `kn` values `v`
 /// [kn, d].
-pub(crate) fn add_weighted<T: Float>(
+pub(crate) fn add_weighted<T: Float, K: CacheElem<T>>(
     p: &[T],
     p_rs: usize,
-    v: &[T],
+    v: &[K],
     (rows, kn, d): (usize, usize, usize),
     o: &mut [T],
 ) {
@@ -62,8 +115,8 @@ pub(crate) fn add_weighted<T: Float>(
         "attention outputs: shapes"
     );
     #[cfg(target_arch = "x86_64")]
-    if let (Some(p), Some(v)) = (as_f32(p), as_f32(v)) {
-        if d == 64 && std::is_x86_feature_detected!("avx512f") {
+    if let Some(p) = as_f32(p) {
+        if d == 64 && lanes_for::<K>() && std::is_x86_feature_detected!("avx512f") {
             let o = as_f32_mut(o).expect("o has p's type");
             let mut r = 0;
             while r < rows {
@@ -72,15 +125,27 @@ pub(crate) fn add_weighted<T: Float>(
                 // range (asserted above).
                 unsafe {
                     match n {
-                        3 => {
-                            avx512::add_weighted::<3>(&p[r * p_rs..], p_rs, v, kn, &mut o[r * 64..])
-                        }
-                        2 => {
-                            avx512::add_weighted::<2>(&p[r * p_rs..], p_rs, v, kn, &mut o[r * 64..])
-                        }
-                        _ => {
-                            avx512::add_weighted::<1>(&p[r * p_rs..], p_rs, v, kn, &mut o[r * 64..])
-                        }
+                        3 => avx512::add_weighted::<K, 3>(
+                            &p[r * p_rs..],
+                            p_rs,
+                            v,
+                            kn,
+                            &mut o[r * 64..],
+                        ),
+                        2 => avx512::add_weighted::<K, 2>(
+                            &p[r * p_rs..],
+                            p_rs,
+                            v,
+                            kn,
+                            &mut o[r * 64..],
+                        ),
+                        _ => avx512::add_weighted::<K, 1>(
+                            &p[r * p_rs..],
+                            p_rs,
+                            v,
+                            kn,
+                            &mut o[r * 64..],
+                        ),
                     }
                 }
                 r += n;
@@ -95,15 +160,13 @@ pub(crate) fn add_weighted<T: Float>(
             o[r * d..(r + 1) * d]
                 .iter_mut()
                 .zip(vj)
-                .for_each(|(a, &b)| *a += prj * b);
+                .for_each(|(a, &b)| *a += prj * b.widen());
         }
     }
 }
 
 fn as_f32<T: Float>(x: &[T]) -> Option<&[f32]> {
-    (std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>())
-        // SAFETY: T is f32 (checked just above).
-        .then(|| unsafe { std::slice::from_raw_parts(x.as_ptr().cast::<f32>(), x.len()) })
+    same::<T, f32>(x)
 }
 
 fn as_f32_mut<T: Float>(x: &mut [T]) -> Option<&mut [f32]> {
@@ -115,6 +178,19 @@ fn as_f32_mut<T: Float>(x: &mut [T]) -> Option<&mut [f32]> {
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
     use std::arch::x86_64::*;
+
+    /// 16 elements from `p` as f32 lanes: f32 as they are, bf16 (2-byte `K`) widened exactly
+    /// (its bits are the high half of the f32's).
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    unsafe fn load16<K>(p: *const K) -> __m512 {
+        if std::mem::size_of::<K>() == 2 {
+            let h = _mm256_loadu_si256(p.cast::<__m256i>());
+            _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(h)))
+        } else {
+            _mm512_loadu_ps(p.cast::<f32>())
+        }
+    }
 
     /// The 16 horizontal sums of `a` as one vector: lane i is the sum of a[i]'s lanes.
     #[target_feature(enable = "avx512f")]
@@ -150,7 +226,7 @@ mod avx512 {
 
     /// s[j] = q . k_j for j < kn, head width 64.
     #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn scores_row(q: &[f32], k: &[f32], kn: usize, s: &mut [f32]) {
+    pub(super) unsafe fn scores_row<K>(q: &[f32], k: &[K], kn: usize, s: &mut [f32]) {
         let qv: [__m512; 4] = std::array::from_fn(|v| _mm512_loadu_ps(q.as_ptr().add(16 * v)));
         let mut j = 0;
         while j < kn {
@@ -158,10 +234,10 @@ mod avx512 {
             let mut acc = [_mm512_setzero_ps(); 16];
             for (jj, a) in acc.iter_mut().enumerate().take(n) {
                 let kj = k.as_ptr().add((j + jj) * 64);
-                let mut x = _mm512_mul_ps(qv[0], _mm512_loadu_ps(kj));
-                x = _mm512_fmadd_ps(qv[1], _mm512_loadu_ps(kj.add(16)), x);
-                x = _mm512_fmadd_ps(qv[2], _mm512_loadu_ps(kj.add(32)), x);
-                *a = _mm512_fmadd_ps(qv[3], _mm512_loadu_ps(kj.add(48)), x);
+                let mut x = _mm512_mul_ps(qv[0], load16(kj));
+                x = _mm512_fmadd_ps(qv[1], load16(kj.add(16)), x);
+                x = _mm512_fmadd_ps(qv[2], load16(kj.add(32)), x);
+                *a = _mm512_fmadd_ps(qv[3], load16(kj.add(48)), x);
             }
             let mask = ((1u32 << n) - 1) as __mmask16;
             _mm512_mask_storeu_ps(s.as_mut_ptr().add(j), mask, sums16(&acc));
@@ -172,10 +248,10 @@ mod avx512 {
     /// o_r += sum_j p[r * p_rs + j] v_j for R rows, head width 64: the R output rows stay in
     /// registers while each value row is loaded once.
     #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn add_weighted<const R: usize>(
+    pub(super) unsafe fn add_weighted<K, const R: usize>(
         p: &[f32],
         p_rs: usize,
-        v: &[f32],
+        v: &[K],
         kn: usize,
         o: &mut [f32],
     ) {
@@ -183,8 +259,7 @@ mod avx512 {
             std::array::from_fn(|c| _mm512_loadu_ps(o.as_ptr().add(r * 64 + 16 * c)))
         });
         for j in 0..kn {
-            let vj: [__m512; 4] =
-                std::array::from_fn(|c| _mm512_loadu_ps(v.as_ptr().add(j * 64 + 16 * c)));
+            let vj: [__m512; 4] = std::array::from_fn(|c| load16(v.as_ptr().add(j * 64 + 16 * c)));
             for (r, a) in acc.iter_mut().enumerate() {
                 let pb = _mm512_set1_ps(*p.get_unchecked(r * p_rs + j));
                 for c in 0..4 {
@@ -254,6 +329,39 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    /// bf16 keys and values give, bit for bit, what f32 ones holding the same (rounded) values
+    /// give: on the AVX-512 kernels (width 64) and the loops (width 24).
+    #[test]
+    fn bf16_keys_and_values_equal_their_f32_widening_bit_for_bit() {
+        let bits = |x: &[f32]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        for &(rows, kn, d) in &[(3, 37, 64), (4, 170, 64), (1, 5, 64), (2, 9, 24)] {
+            let q = data(rows * d, 1);
+            let (kb, vb): (Vec<half::bf16>, Vec<half::bf16>) = (
+                data(kn * d, 2)
+                    .into_iter()
+                    .map(half::bf16::from_f32)
+                    .collect(),
+                data(kn * d, 3)
+                    .into_iter()
+                    .map(half::bf16::from_f32)
+                    .collect(),
+            );
+            let (kf, vf): (Vec<f32>, Vec<f32>) = (
+                kb.iter().map(|x| x.to_f32()).collect(),
+                vb.iter().map(|x| x.to_f32()).collect(),
+            );
+            let (mut sb, mut sf) = (vec![0f32; rows * kn], vec![0f32; rows * kn]);
+            scores(&q, &kb, (rows, kn, d), &mut sb, kn);
+            scores(&q, &kf, (rows, kn, d), &mut sf, kn);
+            assert_eq!(bits(&sb), bits(&sf), "scores {rows}x{kn}x{d}");
+            let o0 = data(rows * d, 5);
+            let (mut ob, mut of) = (o0.clone(), o0);
+            add_weighted(&sf, kn, &vb, (rows, kn, d), &mut ob);
+            add_weighted(&sf, kn, &vf, (rows, kn, d), &mut of);
+            assert_eq!(bits(&ob), bits(&of), "outputs {rows}x{kn}x{d}");
         }
     }
 

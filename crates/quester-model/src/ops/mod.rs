@@ -86,6 +86,8 @@ pub(crate) trait Float:
     + gemv::Dot
     + vexp::ExpSlice
     + low_rank::LowRank
+    + swiglu::SwiGluLanes
+    + attention_rows::CacheElem<Self>
 {
 }
 impl Float for f32 {}

@@ -1,6 +1,9 @@
 //! Fused SwiGLU activation `silu(gate) * up`, multi-threaded, with backward.
 
 use super::{contiguous, Float, PAR_MIN};
+
+#[cfg(target_arch = "x86_64")]
+mod avx512;
 use candle_core::{bail, CpuStorage, CustomOp2, CustomOp3, Layout, Result, Shape, Tensor};
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
@@ -34,15 +37,83 @@ fn sigmoid_into<'a, T: Float>(g: &[T], out: &'a mut [MaybeUninit<T>]) -> &'a mut
     out
 }
 
+/// SwiGLU's passes over one chunk in vector lanes, where the type and the CPU have them.
+pub(crate) trait SwiGluLanes: Sized {
+    /// `out[i] <- silu(g[i]) u[i]` if done here (then `true`; every element written).
+    fn forward_lanes(_g: &[Self], _u: &[Self], _out: &mut [MaybeUninit<Self>]) -> bool {
+        false
+    }
+    /// Both gradients into `dg` and `du` if done here (then `true`; every element written).
+    fn backward_lanes(
+        _gud: (&[Self], &[Self], &[Self]),
+        _dg: &mut [MaybeUninit<Self>],
+        _du: &mut [MaybeUninit<Self>],
+    ) -> bool {
+        false
+    }
+}
+
+impl SwiGluLanes for f64 {}
+
+impl SwiGluLanes for f32 {
+    fn forward_lanes(g: &[f32], u: &[f32], out: &mut [MaybeUninit<f32>]) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512F (checked just above); the callee checks lengths.
+            unsafe { avx512::forward(g, u, out) };
+            return true;
+        }
+        let _ = (g, u, out);
+        false
+    }
+
+    fn backward_lanes(
+        gud: (&[f32], &[f32], &[f32]),
+        dg: &mut [MaybeUninit<f32>],
+        du: &mut [MaybeUninit<f32>],
+    ) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx512f") {
+            // SAFETY: as in `forward_lanes`.
+            unsafe { avx512::backward(gud, dg, du) };
+            return true;
+        }
+        let _ = (gud, dg, du);
+        false
+    }
+}
+
+/// The portable forward over one chunk: `out[i] <- g[i] sigmoid(g[i]) u[i]`, every element.
+fn forward_chunk<T: Float>(g: &[T], u: &[T], out: &mut [MaybeUninit<T>]) {
+    let o = sigmoid_into(g, out);
+    for ((oi, &gi), &ui) in o.iter_mut().zip(g).zip(u) {
+        *oi = gi * *oi * ui;
+    }
+}
+
+/// The portable backward over one chunk: both gradients, every element.
+fn backward_chunk<T: Float>(
+    (g, u, dy): (&[T], &[T], &[T]),
+    dg: &mut [MaybeUninit<T>],
+    du: &mut [MaybeUninit<T>],
+) {
+    // dg holds sigmoid(g) until it is overwritten by d_gate; du is written whole.
+    let a = sigmoid_into(g, dg);
+    for i in 0..a.len() {
+        let s = a[i];
+        a[i] = dy[i] * u[i] * s * (T::one() + g[i] * (T::one() - s));
+        du[i].write(dy[i] * g[i] * s);
+    }
+}
+
 fn fwd<T: Float>(g: &[T], u: &[T]) -> Vec<T> {
     let n = g.len();
     let mut out: Vec<T> = Vec::with_capacity(n);
     let body = |(k, o): (usize, &mut [MaybeUninit<T>])| {
         let at = k * CHUNK..k * CHUNK + o.len();
         let (g, u) = (&g[at.clone()], &u[at]);
-        let o = sigmoid_into(g, o);
-        for ((oi, &gi), &ui) in o.iter_mut().zip(g).zip(u) {
-            *oi = gi * *oi * ui;
+        if !T::forward_lanes(g, u, o) {
+            forward_chunk(g, u, o);
         }
     };
     let spare = &mut out.spare_capacity_mut()[..n];
@@ -51,7 +122,7 @@ fn fwd<T: Float>(g: &[T], u: &[T]) -> Vec<T> {
     } else {
         spare.chunks_mut(CHUNK).enumerate().for_each(body);
     }
-    // SAFETY: the chunks cover 0..n and `sigmoid_into` wrote each of them whole.
+    // SAFETY: the chunks cover 0..n and each pass writes its chunk whole.
     unsafe { out.set_len(n) };
     out
 }
@@ -66,12 +137,8 @@ fn bwd<T: Float>(g: &[T], u: &[T], dy: &[T]) -> Vec<T> {
     let body = |(k, (a, b)): (usize, Halves<T>)| {
         let at = k * CHUNK..k * CHUNK + a.len();
         let (g, u, dy) = (&g[at.clone()], &u[at.clone()], &dy[at]);
-        // a holds sigmoid(g) until it is overwritten by d_gate; b is written whole.
-        let a = sigmoid_into(g, a);
-        for i in 0..a.len() {
-            let s = a[i];
-            a[i] = dy[i] * u[i] * s * (T::one() + g[i] * (T::one() - s));
-            b[i].write(dy[i] * g[i] * s);
+        if !T::backward_lanes((g, u, dy), a, b) {
+            backward_chunk((g, u, dy), a, b);
         }
     };
     if n >= PAR_MIN {
@@ -190,6 +257,51 @@ mod tests {
             let dg = dy[i] * u[i] * s * (1.0 + g[i] * (1.0 - s));
             assert!(close(d[i], dg), "d_gate[{i}]");
             assert!(close(d[n + i], dy[i] * g[i] * s), "d_up[{i}]");
+        }
+    }
+
+    /// The f32 lanes give the portable passes' results bit for bit, over whole vectors and a
+    /// ragged tail, with zeros of both signs, saturating inputs, infinities and NaN (a NaN
+    /// equals any NaN: the sign of the NaN a pass returns is not part of its contract).
+    #[test]
+    fn f32_lanes_equal_the_portable_passes_bit_for_bit() {
+        let n = 16 * 9 + 7;
+        let mut g: Vec<f32> = (0..n)
+            .map(|i| (((i * 7919) % 2003) as f32 / 2003.0 - 0.5) * 40.0)
+            .collect();
+        g[..8].copy_from_slice(&[0.0, -0.0, 95.0, -95.0, 120.0, -120.0, 1e-30, -1e-30]);
+        g[8..11].copy_from_slice(&[f32::INFINITY, f32::NEG_INFINITY, f32::NAN]);
+        let u: Vec<f32> = (0..n)
+            .map(|i| ((i * 31 % 17) as f32 - 8.0) * 0.37)
+            .collect();
+        let dy: Vec<f32> = (0..n)
+            .map(|i| ((i * 13 % 11) as f32 - 5.0) * 0.21)
+            .collect();
+        let bits = |v: &[MaybeUninit<f32>]| -> Vec<u32> {
+            // SAFETY: every pass below writes its output whole.
+            v.iter()
+                .map(|x| unsafe { x.assume_init() })
+                .map(|x| if x.is_nan() { f32::NAN } else { x }.to_bits())
+                .collect()
+        };
+        let blank = || vec![MaybeUninit::<f32>::uninit(); n];
+        for len in [n, 16 * 9, 5, 0] {
+            let (g, u, dy) = (&g[..len], &u[..len], &dy[..len]);
+            let (mut want, mut got) = (blank(), blank());
+            forward_chunk(g, u, &mut want[..len]);
+            if !f32::forward_lanes(g, u, &mut got[..len]) {
+                return; // no vector lanes on this CPU: the portable pass is the only one
+            }
+            assert_eq!(bits(&got[..len]), bits(&want[..len]), "forward, {len}");
+            let (mut wa, mut wb, mut ga, mut gb) = (blank(), blank(), blank(), blank());
+            backward_chunk((g, u, dy), &mut wa[..len], &mut wb[..len]);
+            assert!(f32::backward_lanes(
+                (g, u, dy),
+                &mut ga[..len],
+                &mut gb[..len]
+            ));
+            assert_eq!(bits(&ga[..len]), bits(&wa[..len]), "d_gate, {len}");
+            assert_eq!(bits(&gb[..len]), bits(&wb[..len]), "d_up, {len}");
         }
     }
 

@@ -31,7 +31,7 @@ impl ExpSlice for f32 {
 }
 
 #[cfg(target_arch = "x86_64")]
-mod avx512 {
+pub(super) mod avx512 {
     use std::arch::x86_64::*;
 
     /// Cephes' expf polynomial for e^r on [-ln2/2, ln2/2], highest degree first.
@@ -47,8 +47,9 @@ mod avx512 {
     const LN2_HI: f32 = 0.693_359_4;
     const LN2_LO: f32 = -2.121_944_4e-4;
 
+    /// e^v in each of 16 lanes (Cephes' polynomial, see `P`).
     #[target_feature(enable = "avx512f")]
-    unsafe fn exp16(v: __m512) -> __m512 {
+    pub(in crate::ops) unsafe fn exp16(v: __m512) -> __m512 {
         // Past these e^x is 0 or inf in f32; the clamps keep n in range. max/min return their
         // second operand when either is NaN, so NaN passes through.
         let v = _mm512_max_ps(_mm512_set1_ps(-110.0), v);
