@@ -1,10 +1,11 @@
 //! Batched decoding throughput of the default model: N chat prompts x M new tokens, greedy,
 //! EOS ignored so every sequence produces exactly M tokens. Run through bench/decode.sh.
 //!
-//! Usage: bench_decode [N=32] [M=128] [R=1] [--precision f32|bf16|auto] [--lora] (R repeats the
-//! request sentence, for long prompts: `bench_decode 8 1 40` times the prefill of 8 prompts of
-//! about 500 tokens; `--lora` decodes with the default LoRA adapter attached, as a LoRA run's
-//! rollouts do). It runs on a rayon worker, as the `quester` binary does
+//! Usage: bench_decode [N=32] [M=128] [R=1] [--precision f32|bf16|auto] [--lora]
+//! [--sample T,TOP_P,TOP_K] (R repeats the request sentence, for long prompts: `bench_decode 8 1
+//! 40` times the prefill of 8 prompts of about 500 tokens; `--lora` decodes with the default
+//! LoRA adapter attached, as a LoRA run's rollouts do; `--sample 0.7,0.8,20` samples as the CPU
+//! presets' rollouts do, seeded per sequence, instead of greedy decoding). It runs on a rayon worker, as the `quester` binary does
 //! (`threads::on_rayon_worker`); `QUESTER_MAIN_OFF_POOL=1` runs it on the main thread instead.
 
 // The allocator of the `quester` binary, so the figures are the binary's.
@@ -39,6 +40,7 @@ fn run() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let mut choice = PrecisionChoice::F32;
     let mut lora = false;
+    let mut sampling: Option<(f64, f64, usize)> = None;
     let mut args: Vec<usize> = Vec::new();
     let mut it = argv.iter();
     while let Some(a) = it.next() {
@@ -48,6 +50,17 @@ fn run() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
                 .map_err(|_| format!("--precision {v}: allowed f32, bf16, auto"))?;
         } else if a == "--lora" {
             lora = true;
+        } else if a == "--sample" {
+            let bad = "--sample needs T,TOP_P,TOP_K (e.g. 0.7,0.8,20)";
+            let v: Vec<&str> = it.next().ok_or(bad)?.split(',').collect();
+            let [t, p, k] = v[..] else {
+                return Err(bad.into());
+            };
+            sampling = Some((
+                t.parse().map_err(|_| bad)?,
+                p.parse().map_err(|_| bad)?,
+                k.parse().map_err(|_| bad)?,
+            ));
         } else {
             args.push(a.parse().map_err(|_| format!("not a number: {a}"))?);
         }
@@ -87,9 +100,19 @@ fn run() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
             )?;
             Ok(GenerationRequest {
                 prompt_ids: lm.tokenizer.encode(&prompt)?,
-                params: SamplingParams {
-                    ignore_eos: true,
-                    ..SamplingParams::greedy(m)
+                params: match sampling {
+                    None => SamplingParams {
+                        ignore_eos: true,
+                        ..SamplingParams::greedy(m)
+                    },
+                    Some((temperature, top_p, top_k)) => SamplingParams {
+                        temperature,
+                        top_p,
+                        top_k,
+                        seed: i as u64,
+                        ignore_eos: true,
+                        ..SamplingParams::greedy(m)
+                    },
                 },
             })
         })

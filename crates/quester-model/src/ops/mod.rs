@@ -66,6 +66,7 @@ pub use packed_matmul::PackedMatrix;
 pub use portable::with_portable_ops;
 pub(crate) use portable::{matmul_t as portable_matmul_t, wanted as portable_wanted};
 pub use prefix_keys::keys_with_prefix;
+pub(crate) use reduce::lane_max;
 pub use rms_norm::rms_norm;
 pub use rope::{rope, rope_tables};
 pub use softmax::softmax_last_dim;
