@@ -5,7 +5,10 @@
 //! [--sample T,TOP_P,TOP_K] (R repeats the request sentence, for long prompts: `bench_decode 8 1
 //! 40` times the prefill of 8 prompts of about 500 tokens; `--lora` decodes with the default
 //! LoRA adapter attached, as a LoRA run's rollouts do; `--sample 0.7,0.8,20` samples as the CPU
-//! presets' rollouts do, seeded per sequence, instead of greedy decoding). It runs on a rayon worker, as the `quester` binary does
+//! presets' rollouts do, seeded per sequence, instead of greedy decoding). After the run it
+//! times the same products alone (one token step's matrices at N rows, random weights packed
+//! alike) and prints the decoding's products rate as a share of theirs: the limit of this shape
+//! here, which the weights' bytes set. It runs on a rayon worker, as the `quester` binary does
 //! (`threads::on_rayon_worker`); `QUESTER_MAIN_OFF_POOL=1` runs it on the main thread instead.
 
 // The allocator of the `quester` binary, so the figures are the binary's.
@@ -153,9 +156,102 @@ fn run() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         }
         None => println!("products: {gflops:.0} GFLOP/s (no AVX-512 peak to compare with)"),
     }
+    // The same products alone: one token step's matrices at this batch's rows, weights read
+    // from memory as decoding reads them. Its rate is the limit of this shape on this machine
+    // (bound by the weights' bytes, not the instruction), the decoding's products rate beside it.
+    let step = products_alone(c, n, precision)?;
+    println!(
+        "products alone, {n} rows a step: {:.2} ms a step = {:.0} GFLOP/s ({:.1} GB/s of weights); decoding's products at {:.0}% of it",
+        step.secs * 1e3,
+        step.gflops,
+        step.weight_bytes as f64 / step.secs / 1e9,
+        100.0 * gflops / step.gflops
+    );
     eprintln!(
         "sample: {:?}",
         out[0].text.chars().take(120).collect::<String>()
     );
     Ok(())
+}
+
+struct StepProducts {
+    secs: f64,
+    gflops: f64,
+    weight_bytes: usize,
+}
+
+/// Median time of one token step's products at `rows` rows on matrices of the model's shapes
+/// (random weights, packed as generation packs them; 2 steps to warm up, 7 timed).
+fn products_alone(
+    c: &quester_model::ModelConfig,
+    rows: usize,
+    precision: quester_model::Precision,
+) -> Result<StepProducts, Box<dyn std::error::Error + Send + Sync>> {
+    use quester_model::ops::PackedMatrix;
+    let (h, q, kv, i) = (
+        c.hidden_size,
+        c.num_attention_heads * c.head_dim,
+        c.num_key_value_heads * c.head_dim,
+        c.intermediate_size,
+    );
+    let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut random = |n: usize| -> Vec<f32> {
+        (0..n)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                (seed >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+            })
+            .collect()
+    };
+    let mut pack =
+        |out: usize, inp: usize| PackedMatrix::pack_in(&random(out * inp), out, inp, precision);
+    let mut layers = Vec::new();
+    for _ in 0..c.num_hidden_layers {
+        layers.push([
+            pack(q, h)?,
+            pack(kv, h)?,
+            pack(kv, h)?,
+            pack(h, q)?,
+            pack(i, h)?,
+            pack(i, h)?,
+            pack(h, i)?,
+        ]);
+    }
+    let head = pack(c.vocab_size, h)?;
+    let x = random(rows * h.max(q).max(i));
+    let mut flops = 0usize;
+    let mut weight_bytes = 0usize;
+    let mut one = |m: &PackedMatrix| {
+        let y = m.matmul_slice(&x[..rows * m.in_dim()], rows);
+        flops += 2 * rows * m.in_dim() * m.out_dim();
+        weight_bytes += m.in_dim()
+            * m.out_dim()
+            * if precision == quester_model::Precision::Bf16 {
+                2
+            } else {
+                4
+            };
+        std::hint::black_box(y);
+    };
+    let mut times = Vec::new();
+    for s in 0..9 {
+        let t = Instant::now();
+        for l in &layers {
+            l.iter().for_each(&mut one);
+        }
+        one(&head);
+        if s >= 2 {
+            times.push(t.elapsed().as_secs_f64());
+        }
+    }
+    times.sort_by(f64::total_cmp);
+    let secs = times[times.len() / 2];
+    let steps = 9;
+    Ok(StepProducts {
+        secs,
+        gflops: (flops / steps) as f64 / secs / 1e9,
+        weight_bytes: weight_bytes / steps,
+    })
 }

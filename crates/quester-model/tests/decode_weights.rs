@@ -162,3 +162,24 @@ fn a_bf16_snapshot_decodes_as_the_bf16_model_and_precisions_do_not_mix() {
     assert!(err.to_string().contains("pack them again"), "{err}");
     generate_with(&m.model, &snapshot, &m.tokenizer, &reqs).unwrap();
 }
+
+/// On a rayon worker of a two-thread pool generation keeps the other worker spinning
+/// (`threads::AwakeWorkers`); the tokens and log-probs are those of one thread, bit for bit
+/// (every kernel splits its work into the same pieces whatever the threads).
+#[test]
+fn generation_with_spinning_workers_equals_one_thread() {
+    let m = tiny();
+    let reqs = requests(&m);
+    let run = |threads: usize| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+            .install(|| generate(&m.model, &m.tokenizer, &reqs).unwrap())
+    };
+    let (two, one) = (run(2), run(1));
+    for (a, b) in two.iter().zip(&one) {
+        assert_eq!(a.token_ids, b.token_ids);
+        assert_eq!(a.logprobs, b.logprobs);
+    }
+}

@@ -50,7 +50,7 @@ pub fn generate(
     } else {
         Weights::Unpacked
     };
-    run(model, weights, tokenizer, requests)
+    run_awake(model, weights, tokenizer, requests)
 }
 
 /// [`generate`] on a snapshot of `model`'s matrices packed earlier. The snapshot must hold
@@ -63,7 +63,23 @@ pub fn generate_with(
     requests: &[GenerationRequest],
 ) -> Result<Vec<GenerationOutput>> {
     weights.check(model)?;
-    run(model, Weights::Packed(weights), tokenizer, requests)
+    run_awake(model, Weights::Packed(weights), tokenizer, requests)
+}
+
+/// [`run`], on the CPU with rayon's workers kept from sleeping between a token step's ops
+/// ([`crate::threads::AwakeWorkers`]).
+fn run_awake(
+    model: &Model,
+    weights: Weights<'_>,
+    tokenizer: &Tokenizer,
+    requests: &[GenerationRequest],
+) -> Result<Vec<GenerationOutput>> {
+    let awake = if model.device().is_cpu() {
+        Some(crate::threads::AwakeWorkers::start())
+    } else {
+        None
+    };
+    run(model, weights, tokenizer, requests, awake.as_ref())
 }
 
 /// Where generation reads the base matrices from.
@@ -81,6 +97,7 @@ fn run(
     weights: Weights<'_>,
     tokenizer: &Tokenizer,
     requests: &[GenerationRequest],
+    awake: Option<&crate::threads::AwakeWorkers>,
 ) -> Result<Vec<GenerationOutput>> {
     if requests.is_empty() {
         return Ok(Vec::new());
@@ -195,6 +212,9 @@ fn run(
     let mut rows: Vec<usize> = (0..b).collect(); // batch row -> index into `states`
     let mut real: Vec<u32> = requests.iter().map(|r| r.prompt_ids.len() as u32).collect();
     loop {
+        if let Some(a) = awake {
+            a.rearm();
+        }
         let lg = logits.to_dtype(DType::F32)?.to_vec2::<f32>()?;
         // Sample every live row in parallel; each row touches only its own state.
         let mut row_states: Vec<(usize, &mut SeqState)> = Vec::new();
