@@ -2,13 +2,13 @@
 //! EOS ignored so every sequence produces exactly M tokens. Run through bench/decode.sh.
 //!
 //! Usage: bench_decode [N=32] [M=128] [R=1] [--precision f32|bf16|auto] [--lora]
-//! [--sample T,TOP_P,TOP_K] (R repeats the request sentence, for long prompts: `bench_decode 8 1
+//! [--sample T,TOP_P,TOP_K] [--decode-only] (R repeats the request sentence, for long prompts: `bench_decode 8 1
 //! 40` times the prefill of 8 prompts of about 500 tokens; `--lora` decodes with the default
 //! LoRA adapter attached, as a LoRA run's rollouts do; `--sample 0.7,0.8,20` samples as the CPU
 //! presets' rollouts do, seeded per sequence, instead of greedy decoding). After the run it
 //! times the same products alone (one token step's matrices at N rows, random weights packed
 //! alike) and prints the decoding's products rate as a share of theirs: the limit of this shape
-//! here, which the weights' bytes set. It runs on a rayon worker, as the `quester` binary does
+//! here, which the weights' bytes set (`--decode-only` skips it, for profiles). It runs on a rayon worker, as the `quester` binary does
 //! (`threads::on_rayon_worker`); `QUESTER_MAIN_OFF_POOL=1` runs it on the main thread instead.
 
 // The allocator of the `quester` binary, so the figures are the binary's.
@@ -43,6 +43,7 @@ fn run() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let mut choice = PrecisionChoice::F32;
     let mut lora = false;
+    let mut decode_only = false;
     let mut sampling: Option<(f64, f64, usize)> = None;
     let mut args: Vec<usize> = Vec::new();
     let mut it = argv.iter();
@@ -53,6 +54,8 @@ fn run() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
                 .map_err(|_| format!("--precision {v}: allowed f32, bf16, auto"))?;
         } else if a == "--lora" {
             lora = true;
+        } else if a == "--decode-only" {
+            decode_only = true;
         } else if a == "--sample" {
             let bad = "--sample needs T,TOP_P,TOP_K (e.g. 0.7,0.8,20)";
             let v: Vec<&str> = it.next().ok_or(bad)?.split(',').collect();
@@ -165,6 +168,9 @@ fn run() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         "sample: {:?}",
         out[0].text.chars().take(120).collect::<String>()
     );
+    if decode_only {
+        return Ok(());
+    }
     let config = c.clone();
     drop((lm, out));
     let step = products_alone(&config, n, precision)?;
