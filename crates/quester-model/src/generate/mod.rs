@@ -215,7 +215,26 @@ fn run(
         if let Some(a) = awake {
             a.rearm();
         }
-        let lg = logits.to_dtype(DType::F32)?.to_vec2::<f32>()?;
+        // The logits' rows read in place from an f32 CPU tensor (a copy of the batch's logits,
+        // 6 MB at 32 rows of the default model, was a serial pass a token step), copied to
+        // the host otherwise.
+        let (n_rows, width) = logits.dims2()?;
+        let lg_t = logits.to_dtype(DType::F32)?.contiguous()?;
+        let host: Vec<f32>;
+        // Only a CPU tensor is locked here (the copy below takes its own lock).
+        let guard = lg_t.device().is_cpu().then(|| lg_t.storage_and_layout());
+        let all: &[f32] = match guard.as_ref().map(|(st, l)| (&**st, l.start_offset())) {
+            Some((candle_core::Storage::Cpu(candle_core::CpuStorage::F32(x)), at))
+                if x.len() >= at + n_rows * width =>
+            {
+                &x[at..at + n_rows * width]
+            }
+            _ => {
+                host = lg_t.flatten_all()?.to_vec1::<f32>()?;
+                &host
+            }
+        };
+        let lg = |r: usize| &all[r * width..(r + 1) * width];
         // Sample every live row in parallel; each row touches only its own state.
         let mut row_states: Vec<(usize, &mut SeqState)> = Vec::new();
         {
@@ -234,11 +253,11 @@ fn run(
             if let Some(tok) = s.forced.pop_front() {
                 // Not sampled: no RNG draw, so the sampled tokens after it keep their stream.
                 s.ids.push(tok);
-                s.logprobs.push(sampler::logprob(&lg[*row], tok));
+                s.logprobs.push(sampler::logprob(lg(*row), tok));
                 s.temperatures.push(0.0);
                 return;
             }
-            let (tok, lp) = sampler::sample(&lg[*row], s.temperature, p, &mut s.rng);
+            let (tok, lp) = sampler::sample(lg(*row), s.temperature, p, &mut s.rng);
             if let Some((with_marker, _)) = scaffolds[s.request]
                 .as_ref()
                 .filter(|_| !s.scaffolded && !p.ignore_eos && eos.contains(&tok))
@@ -249,7 +268,7 @@ fn run(
                 s.scaffolded = true;
                 if let Some(f) = s.forced.pop_front() {
                     s.ids.push(f);
-                    s.logprobs.push(sampler::logprob(&lg[*row], f));
+                    s.logprobs.push(sampler::logprob(lg(*row), f));
                     s.temperatures.push(0.0);
                     return;
                 }
