@@ -54,7 +54,9 @@ pub fn on_rayon_worker<R: Send>(f: impl FnOnce() -> R + Send) -> R {
 /// soon as it is queued. The cost is the spinning cores' time, so this is for work that keeps
 /// the pool busy anyway, on its own cores.
 ///
-/// Started outside rayon's pool, with one thread, or while another is alive (nested, on
+/// Started outside rayon's pool, with one thread, with more threads than the process may run
+/// at once (`available_parallelism`: spinners would take cores from workers with work; 4
+/// threads on 2 cores decoded 20% slower with them), or while another is alive (nested, on
 /// another thread or in another pool: one set of spinners at a time), it does nothing. A spinner gives up
 /// after [`KEEP_AWAKE_IDLE`] without a job (the caller waiting on something else than the
 /// pool: a worker that picked the spinner up inside a join of its own goes back to it), and
@@ -90,7 +92,11 @@ impl AwakeWorkers {
         let Some(owner) = rayon::current_thread_index() else {
             return idle;
         };
-        if rayon::current_num_threads() < 2
+        let threads = rayon::current_num_threads();
+        // More workers than cores: a spinner would take a core from a worker with work.
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if threads < 2
+            || threads > cores
             || AWAKE_ACTIVE
                 .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
                 .is_err()
@@ -215,6 +221,19 @@ mod tests {
             !one.install(AwakeWorkers::start).is_active(),
             "one thread: nothing to wake"
         );
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let over = rayon::ThreadPoolBuilder::new()
+            .num_threads(cores + 1)
+            .build()
+            .unwrap();
+        assert!(
+            !over.install(AwakeWorkers::start).is_active(),
+            "more threads than cores"
+        );
+        if cores < 2 {
+            assert!(!pool.install(AwakeWorkers::start).is_active());
+            return;
+        }
         pool.install(|| {
             // Another test's guard may hold the pool-wide slot for a moment.
             let mut awake = AwakeWorkers::start();
