@@ -57,11 +57,11 @@ pub fn on_rayon_worker<R: Send>(f: impl FnOnce() -> R + Send) -> R {
 /// Started outside rayon's pool, with one thread, with more threads than the process may run
 /// at once (`available_parallelism`: spinners would take cores from workers with work; 4
 /// threads on 2 cores decoded 20% slower with them), or while another is alive (nested, on
-/// another thread or in another pool: one set of spinners at a time), it does nothing. A spinner gives up
-/// after [`KEEP_AWAKE_IDLE`] without a job (the caller waiting on something else than the
-/// pool: a worker that picked the spinner up inside a join of its own goes back to it), and
-/// [`AwakeWorkers::rearm`] starts new ones once all have given up: a long serial stretch costs
-/// the old wake-ups, never a deadlock.
+/// another thread or in another pool: one set of spinners at a time), it does nothing. A
+/// spinner gives up after [`KEEP_AWAKE_IDLE`] without a job (the caller waiting on something
+/// else than the pool: a worker that picked the spinner up inside a join of its own goes back
+/// to it), and [`AwakeWorkers::rearm`] starts new ones once all have given up: a long serial
+/// stretch costs the old wake-ups, never a deadlock.
 pub struct AwakeWorkers {
     shared: Option<std::sync::Arc<Spinners>>,
 }
