@@ -29,13 +29,10 @@ fn scaled_exps(logits: &[f32], scale: f32, shift: f32) -> Vec<f32> {
     e
 }
 
-/// `ln sum e^x` for a row whose largest value is `m`.
+/// `ln sum e^x` for a row whose largest value is `m` (the exponentials in f32, their sum in
+/// f64).
 fn log_sum_exp(logits: &[f32], m: f32) -> f64 {
-    let sum: f64 = scaled_exps(logits, 1.0, m)
-        .iter()
-        .map(|&e| f64::from(e))
-        .sum();
-    f64::from(m) + sum.ln()
+    f64::from(m) + crate::ops::exp_shifted_sum(logits, m).ln()
 }
 
 /// Samples a token at `temperature` from `logits`; returns the token and its log-probability

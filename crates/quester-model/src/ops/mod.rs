@@ -71,7 +71,7 @@ pub use rms_norm::rms_norm;
 pub use rope::{rope, rope_tables};
 pub use softmax::softmax_last_dim;
 pub use swiglu::swiglu;
-pub(crate) use vexp::ExpSlice;
+pub(crate) use vexp::{exp_shifted_sum, ExpSlice};
 
 use candle_core::{bail, CpuStorage, Layout, Result, Storage, Tensor, WithDType};
 

@@ -30,6 +30,32 @@ impl ExpSlice for f32 {
     }
 }
 
+/// `sum_i e^(x[i] - shift)` in f64 over the f32 exponentials [`ExpSlice::exp_shifted`] would
+/// write, without writing them: one pass and no buffer (a decoding step takes it over each
+/// row's 49k logits for the chosen token's log-probability, where a copy, a pass of exps and a
+/// serial f64 sum took three). The sum runs in lanes: a fixed order, not a left-to-right sum's
+/// bits.
+pub(crate) fn exp_shifted_sum(x: &[f32], shift: f32) -> f64 {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx512f") {
+        // SAFETY: the CPU has AVX-512F (checked just above).
+        return unsafe { avx512::exp_shifted_sum(x, shift) };
+    }
+    let mut lanes = [0f64; 8];
+    let chunks = x.chunks_exact(8);
+    let tail: f64 = chunks
+        .remainder()
+        .iter()
+        .map(|&v| f64::from((v - shift).exp()))
+        .sum();
+    for c in chunks {
+        for (a, &v) in lanes.iter_mut().zip(c) {
+            *a += f64::from((v - shift).exp());
+        }
+    }
+    lanes.iter().sum::<f64>() + tail
+}
+
 #[cfg(target_arch = "x86_64")]
 pub(super) mod avx512 {
     use std::arch::x86_64::*;
@@ -86,6 +112,40 @@ pub(super) mod avx512 {
             _mm512_mask_storeu_ps(rest.as_mut_ptr(), m, exp16(v));
         }
     }
+
+    /// The 16 lanes of `e` added into two f64 accumulators (8 lanes each).
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    unsafe fn add_wide(acc: &mut [__m512d; 2], e: __m512) {
+        let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(e)));
+        acc[0] = _mm512_add_pd(acc[0], _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+        acc[1] = _mm512_add_pd(acc[1], _mm512_cvtps_pd(hi));
+    }
+
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn exp_shifted_sum(x: &[f32], shift: f32) -> f64 {
+        let s = _mm512_set1_ps(shift);
+        // Two sets of accumulators: four independent chains of f64 adds.
+        let mut acc = [[_mm512_setzero_pd(); 2]; 2];
+        let mut chunks = x.chunks_exact(32);
+        for c in &mut chunks {
+            for (h, a) in acc.iter_mut().enumerate() {
+                let v = _mm512_sub_ps(_mm512_loadu_ps(c.as_ptr().add(16 * h)), s);
+                add_wide(a, exp16(v));
+            }
+        }
+        for c in chunks.remainder().chunks(16) {
+            let m: __mmask16 = (1u32 << c.len()).wrapping_sub(1) as __mmask16;
+            let v = _mm512_sub_ps(_mm512_maskz_loadu_ps(m, c.as_ptr()), s);
+            // The lanes past the slice hold e^(0 - shift): zeroed before they are added.
+            add_wide(&mut acc[0], _mm512_maskz_mov_ps(m, exp16(v)));
+        }
+        let a = _mm512_add_pd(
+            _mm512_add_pd(acc[0][0], acc[0][1]),
+            _mm512_add_pd(acc[1][0], acc[1][1]),
+        );
+        _mm512_reduce_add_pd(a)
+    }
 }
 
 #[cfg(test)]
@@ -122,6 +182,28 @@ mod tests {
             z.iter().all(|&v| ulps(v, (2.25f64).exp() as f32) <= 2),
             "{z:?}"
         );
+    }
+
+    /// The fused sum is the f64 sum of the exponentials `exp_shifted` writes, whatever the
+    /// length (full 32-blocks, a 16-block and ragged tails), with -inf adding nothing.
+    #[test]
+    fn exp_shifted_sum_adds_what_exp_shifted_writes() {
+        for n in [0usize, 1, 15, 16, 17, 31, 32, 33, 48, 63, 1000, 49_152] {
+            let x: Vec<f32> = (0..n)
+                .map(|i| match i % 97 {
+                    5 => f32::NEG_INFINITY,
+                    _ => ((i * 7919) % 2003) as f32 / 100.0 - 15.0,
+                })
+                .collect();
+            let mut e = x.clone();
+            f32::exp_shifted(&mut e, 2.5);
+            let want: f64 = e.iter().map(|&v| f64::from(v)).sum();
+            let got = super::exp_shifted_sum(&x, 2.5);
+            assert!(
+                (got - want).abs() <= 1e-12 * want.abs(),
+                "{n}: {got} vs {want}"
+            );
+        }
     }
 
     #[test]
