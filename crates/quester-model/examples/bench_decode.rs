@@ -19,6 +19,8 @@ use quester_model::generate::{generate, GenerationRequest, SamplingParams};
 use quester_model::{cpu_matrix_features, load_default, ChatMessage, PrecisionChoice};
 use std::time::Instant;
 
+mod common;
+
 const TOPICS: [&str; 8] = [
     "the sea",
     "a robot",
@@ -204,17 +206,7 @@ fn products_alone(
         c.num_key_value_heads * c.head_dim,
         c.intermediate_size,
     );
-    let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
-    let mut random = |n: usize| -> Vec<f32> {
-        (0..n)
-            .map(|_| {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                (seed >> 40) as f32 / (1u64 << 24) as f32 - 0.5
-            })
-            .collect()
-    };
+    let mut random = common::random_values();
     let mut pack =
         |out: usize, inp: usize| PackedMatrix::pack_in(&random(out * inp), out, inp, precision);
     let mut layers = Vec::new();
@@ -245,20 +237,13 @@ fn products_alone(
             };
         std::hint::black_box(y);
     };
-    let mut times = Vec::new();
-    for s in 0..9 {
-        let t = Instant::now();
+    let secs = common::median_secs(|| {
         for l in &layers {
             l.iter().for_each(&mut one);
         }
         one(&head);
-        if s >= 2 {
-            times.push(t.elapsed().as_secs_f64());
-        }
-    }
-    times.sort_by(f64::total_cmp);
-    let secs = times[times.len() / 2];
-    let steps = 9;
+    });
+    let steps = common::PASSES;
     Ok(StepProducts {
         secs,
         gflops: (flops / steps) as f64 / secs / 1e9,

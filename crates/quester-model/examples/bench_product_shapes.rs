@@ -11,7 +11,9 @@
 static GLOBAL: quester_model::alloc::Allocator = quester_model::alloc::Allocator;
 use quester_model::ops::PackedMatrix;
 use quester_model::Precision;
-use std::time::Instant;
+use std::io::Write;
+
+mod common;
 
 fn main() {
     quester_model::alloc::keep_freed_memory();
@@ -28,17 +30,7 @@ fn run() -> Result<(), String> {
             .parse()
             .map_err(|_| format!("ROWS must be a whole number, not {a:?}"))?,
     };
-    let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
-    let mut random = |n: usize| -> Vec<f32> {
-        (0..n)
-            .map(|_| {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                (seed >> 40) as f32 / (1u64 << 24) as f32 - 0.5
-            })
-            .collect()
-    };
+    let mut random = common::random_values();
     // (name, out, in, matrices)
     let kinds: &[(&str, usize, usize, usize)] = &[
         ("q/o 576x576", 576, 576, 60),
@@ -57,25 +49,20 @@ fn run() -> Result<(), String> {
             .map(|_| PackedMatrix::pack_in(&random(out * inp), out, inp, Precision::Bf16))
             .collect::<Result<_, _>>()
             .map_err(|e| e.to_string())?;
-        let mut times = Vec::new();
-        for s in 0..9 {
-            let t = Instant::now();
+        let secs = common::median_secs(|| {
             for m in &ms {
                 std::hint::black_box(m.matmul_slice(&x[..rows * inp], rows));
             }
-            if s >= 2 {
-                times.push(t.elapsed().as_secs_f64());
-            }
-        }
-        times.sort_by(f64::total_cmp);
-        let secs = times[times.len() / 2];
+        });
         let bytes = (out * inp * 2 * count) as f64;
-        println!(
+        writeln!(
+            std::io::stdout(),
             "{name:20} x{count}: {:.3} ms, {:.1} us each, {:.1} GB/s",
             secs * 1e3,
             secs * 1e6 / count as f64,
             bytes / secs / 1e9
-        );
+        )
+        .map_err(|e| format!("writing the results: {e}"))?;
     }
     Ok(())
 }
