@@ -121,7 +121,8 @@ pub(crate) fn resolve_checkpoint(path: &Path) -> anyhow::Result<PathBuf> {
 }
 
 fn load_config(path: &Path, overrides: &[String]) -> anyhow::Result<TrainConfig> {
-    TrainConfig::load(path, overrides).with_context(|| format!("config {}", path.display()))
+    // Validated once, when training or evaluation builds the method.
+    TrainConfig::read(path, overrides).with_context(|| format!("config {}", path.display()))
 }
 
 fn write_report(run_dir: &Path) -> anyhow::Result<()> {

@@ -289,7 +289,7 @@ pub fn aggregate(runner: &Runner) -> Result<Summary, ExperimentError> {
         runs.push(RunSummary {
             name: run.name.clone(),
             preset: plan.presets[index].display().to_string(),
-            method: cfg0.algorithm.method.name().to_string(),
+            method: cfg0.algorithm.method.clone(),
             env: cfg0.env.name.clone(),
             seeds_planned: plan.seeds.len(),
             seeds_done: evals.iter().map(|(s, _)| *s).collect(),

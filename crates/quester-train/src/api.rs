@@ -10,7 +10,7 @@ use crate::policy::TrainablePolicy;
 use crate::prompts::PromptTemplates;
 use crate::rollout::EnvFactory;
 use crate::run_dir::RunDir;
-use crate::trainer::{evaluate_policy, metrics, TrainSummary, Trainer};
+use crate::trainer::{evaluate_with, metrics, TrainSummary, Trainer};
 
 /// Builds the policy a config asks for (untrained; a checkpoint may be loaded into it).
 pub fn build_policy(cfg: &TrainConfig) -> Result<Box<dyn TrainablePolicy>, TrainError> {
@@ -46,12 +46,15 @@ pub fn env_factory(cfg: &TrainConfig) -> Box<EnvFactory<'static>> {
 /// Trains per `cfg` into `run_dir` (a fresh run, or with `resume` the continuation of the run
 /// already there from its last checkpoint; the config must then equal the run's own).
 pub fn train(cfg: &TrainConfig, run_dir: &Path, resume: bool) -> Result<TrainSummary, TrainError> {
-    // Fail on a bad env name or settings before building the model.
+    // Fail on a bad config (building the method validates it), env name or settings before
+    // building the model.
+    let templates = PromptTemplates::from_config(cfg)?;
+    let method = crate::method::build(cfg, &templates)?;
     let factory = env_factory(cfg);
     factory(&toml::Table::new())?;
     factory(&cfg.eval.env_settings)?;
     let policy = build_policy(cfg)?;
-    let mut trainer = Trainer::new(cfg.clone(), policy, factory, run_dir, resume)?;
+    let mut trainer = Trainer::open(cfg.clone(), method, policy, factory, run_dir, resume)?;
     trainer.run()
 }
 
@@ -59,7 +62,7 @@ pub fn train(cfg: &TrainConfig, run_dir: &Path, resume: bool) -> Result<TrainSum
 pub fn resume(run_dir: &Path) -> Result<TrainSummary, TrainError> {
     let path = RunDir::new(run_dir).config_path();
     let table = quester_config::read_table(&path)?;
-    let cfg = TrainConfig::from_table(table)?;
+    let cfg = TrainConfig::parse_table(table)?;
     train(&cfg, run_dir, true)
 }
 
@@ -120,19 +123,20 @@ pub fn evaluate(
     checkpoint: Option<&Path>,
     out_dir: Option<&Path>,
 ) -> Result<EvalReport, TrainError> {
-    cfg.validate()?;
+    // Building the method validates the config, before the model is built.
+    let templates = PromptTemplates::from_config(cfg)?;
+    let method = crate::method::build(cfg, &templates)?;
     let factory = env_factory(cfg);
     factory(&cfg.eval.env_settings)?;
     let mut policy = build_policy(cfg)?;
     if let Some(dir) = checkpoint {
         policy.load(dir)?;
     }
-    let templates = PromptTemplates::from_config(cfg)?;
     let t = std::time::Instant::now();
-    let ev = evaluate_policy(policy.as_mut(), &*factory, cfg, &templates)?;
+    let ev = evaluate_with(policy.as_mut(), &*factory, method.as_ref(), cfg)?;
     let report = EvalReport {
         env: cfg.env.name.clone(),
-        method: cfg.algorithm.method.name().to_string(),
+        method: cfg.algorithm.method.clone(),
         tasks: cfg.eval.tasks,
         num_attempts: cfg.eval.num_attempts,
         pass_at: ev.pass_at.clone(),

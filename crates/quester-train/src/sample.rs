@@ -70,11 +70,10 @@ pub struct Sample {
     /// reflections.
     pub anchor: String,
     pub reward: f64,
-    /// Subtracted from this sample's episode score only (MAGE's length penalty).
-    pub score_penalty: f64,
-    /// Added to this sample's episode score only (HeRL's hindsight bonus).
+    /// Added to this sample's episode score only, never to rewards or returns: a method's
+    /// shaping of the group comparison (a length penalty is negative, a bonus positive).
     #[serde(default)]
-    pub score_bonus: f64,
+    pub score_adjustment: f64,
     #[serde(default)]
     pub role: SampleRole,
     /// False for an unparsable/disallowed action or a reflection without `<remark>`.

@@ -24,7 +24,7 @@ pub fn step_record(s: &Sample) -> StepRecord {
         invalid: !s.valid,
         won: s.won,
         // A bonus is a negative penalty on the same episode term.
-        score_penalty: s.score_penalty - s.score_bonus,
+        score_penalty: -s.score_adjustment,
     }
 }
 

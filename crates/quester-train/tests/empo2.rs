@@ -10,7 +10,7 @@ use quester_train::api::{build_policy, env_factory};
 use quester_train::behaviour::old_logprobs;
 use quester_train::method::empo2::memory::Embedder;
 use quester_train::method::empo2::tips::Mode;
-use quester_train::method::empo2::Empo2;
+use quester_train::method::empo2::{Empo2, Empo2Config};
 use quester_train::method::{Common, PassContext, TrainingMethod};
 use quester_train::policy::tabular::TabularPolicy;
 use quester_train::policy::{ChatMessage, LossValue, Policy, TrainSeq, TrainablePolicy};
@@ -136,8 +136,12 @@ fn tips_are_written_retrieved_and_shown_only_in_tip_steps() {
     let tmp = tempfile::tempdir().unwrap();
     let level = level_file(tmp.path());
     let mut cfg = config("empo2", 1, &level, 2);
-    cfg.empo2.off_policy_below = 0.0;
-    cfg.empo2.with_tips_below = 1.0; // every step on-policy with tips
+    cfg.methods
+        .edit(|t: &mut Empo2Config| {
+            t.off_policy_below = 0.0;
+            t.with_tips_below = 1.0; // every step on-policy with tips
+        })
+        .unwrap();
     let mut m = method(&cfg);
     let mut policy = build_policy(&cfg).unwrap();
     assert_eq!(m.mode(0), Mode::OnPolicyTips);
@@ -170,7 +174,7 @@ fn tips_are_written_retrieved_and_shown_only_in_tip_steps() {
         let n = s.prompt.matches("; at that timestep").count();
         assert!((1..=10).contains(&n), "top-k: {n}");
         // Intrinsic rewards are off by default (the reference code only logs them).
-        assert_eq!(s.score_bonus, 0.0);
+        assert_eq!(s.score_adjustment, 0.0);
         assert!(
             m.training_context(s).is_none(),
             "on-policy: trained as sampled"
@@ -194,19 +198,23 @@ fn the_intrinsic_reward_is_one_over_retrieved_plus_one() {
     let tmp = tempfile::tempdir().unwrap();
     let level = level_file(tmp.path());
     let mut cfg = config("empo2", 2, &level, 2);
-    cfg.empo2.off_policy_below = 0.0;
-    cfg.empo2.with_tips_below = 1.0;
-    cfg.empo2.intrinsic_coef = 0.5;
+    cfg.methods
+        .edit(|t: &mut Empo2Config| {
+            t.off_policy_below = 0.0;
+            t.with_tips_below = 1.0;
+            t.intrinsic_coef = 0.5;
+        })
+        .unwrap();
     let mut m = method(&cfg);
     let mut policy = build_policy(&cfg).unwrap();
     let t0 = play_step(&mut m, policy.as_mut(), &cfg, 0);
     for s in plays(&t0) {
-        assert_eq!(s.score_bonus, 0.5, "nothing retrieved: 0.5 * 1/(0+1)");
+        assert_eq!(s.score_adjustment, 0.5, "nothing retrieved: 0.5 * 1/(0+1)");
     }
     let t1 = play_step(&mut m, policy.as_mut(), &cfg, 1);
     for s in plays(&t1) {
         let n = s.prompt.matches("; at that timestep").count() as f64;
-        assert!((s.score_bonus - 0.5 / (n + 1.0)).abs() < 1e-12);
+        assert!((s.score_adjustment - 0.5 / (n + 1.0)).abs() < 1e-12);
     }
 }
 
@@ -227,9 +235,13 @@ fn off_policy_samples_train_on_exactly_the_tip_free_prompt() {
     cfg.rollout.max_turns = 2;
     cfg.rollout.group_size = 3;
     cfg.prompt.play_prefix = "<action>".into();
-    cfg.empo2.max_tip_tokens = 12;
-    cfg.empo2.off_policy_below = 1.0;
-    cfg.empo2.with_tips_below = 1.0;
+    cfg.methods
+        .edit(|t: &mut Empo2Config| {
+            t.max_tip_tokens = 12;
+            t.off_policy_below = 1.0;
+            t.with_tips_below = 1.0;
+        })
+        .unwrap();
     let mut m = method(&cfg);
     let mut policy = build_policy(&cfg).unwrap();
     play_step(&mut m, policy.as_mut(), &cfg, 0);
@@ -309,8 +321,7 @@ fn the_off_policy_ratio_by_hand_for_both_readings() {
         kind: quester_train::sample::SampleKind::Play,
         anchor: String::new(),
         reward: 1.0,
-        score_penalty: 0.0,
-        score_bonus: 0.0,
+        score_adjustment: 0.0,
         role: quester_train::sample::SampleRole::Policy,
         valid: true,
         won: true,
@@ -348,9 +359,13 @@ fn the_memory_survives_a_checkpoint_and_a_resumed_run_matches() {
     let level = level_file(tmp.path());
     let mut cfg = config("empo2", 5, &level, 6);
     cfg.training.checkpoint_every = 2;
-    cfg.empo2.off_policy_below = 0.3;
-    cfg.empo2.with_tips_below = 0.7;
-    cfg.empo2.intrinsic_coef = 0.1;
+    cfg.methods
+        .edit(|t: &mut Empo2Config| {
+            t.off_policy_below = 0.3;
+            t.with_tips_below = 0.7;
+            t.intrinsic_coef = 0.1;
+        })
+        .unwrap();
     let strip = |dir: &Path| {
         rows(dir)
             .into_iter()
@@ -400,15 +415,23 @@ fn tip_modes_need_a_task_pool() {
     let level = level_file(tmp.path());
     let mut cfg = config("empo2", 1, &level, 1);
     cfg.env.train_pool = 0;
-    let err = quester_train::method::validate(&cfg)
+    let err = cfg.validate()
         .unwrap_err()
         .to_string();
     assert!(err.contains("env.train_pool"), "{err}");
-    cfg.empo2.off_policy_below = 0.0;
-    cfg.empo2.with_tips_below = 0.0; // plain GRPO with tips written: no pool needed
-    quester_train::method::validate(&cfg).unwrap();
-    cfg.empo2.with_tips_below = 1.5;
-    let err = quester_train::method::validate(&cfg)
+    cfg.methods
+        .edit(|t: &mut Empo2Config| {
+            t.off_policy_below = 0.0;
+            t.with_tips_below = 0.0; // plain GRPO with tips written: no pool needed
+        })
+        .unwrap();
+    cfg.validate().unwrap();
+    cfg.methods
+        .edit(|t: &mut Empo2Config| {
+            t.with_tips_below = 1.5;
+        })
+        .unwrap();
+    let err = cfg.validate()
         .unwrap_err()
         .to_string();
     assert!(err.contains("empo2.with_tips_below"), "{err}");
@@ -434,8 +457,12 @@ fn tip_memory_explores_more_distinct_outcomes_than_grpo() {
     let (mut empo2, mut grpo) = (Vec::new(), Vec::new());
     for seed in SEEDS {
         let mut cfg = config("empo2", seed, &level, STEPS);
-        cfg.empo2.off_policy_below = TEST_OFF_POLICY;
-        cfg.empo2.with_tips_below = TEST_WITH_TIPS;
+        cfg.methods
+            .edit(|t: &mut Empo2Config| {
+                t.off_policy_below = TEST_OFF_POLICY;
+                t.with_tips_below = TEST_WITH_TIPS;
+            })
+            .unwrap();
         let t0 = std::time::Instant::now();
         let e = train(&cfg, &tmp.path().join(format!("empo2_{seed}")));
         eprintln!("seed {seed}: EMPO2 {:.1} s", t0.elapsed().as_secs_f64());

@@ -254,7 +254,7 @@ fn one_hindsight_pass_revises_an_unsolved_group() {
             let trained: Vec<_> = t.samples.iter().filter(|s| s.role.is_trained()).collect();
             assert_eq!(trained.len(), 1, "one trained answer per slot");
             if trained[0].role == SampleRole::Policy {
-                assert!((trained[0].score_bonus - 0.025).abs() < 1e-12);
+                assert!((trained[0].score_adjustment - 0.025).abs() < 1e-12);
             }
         }
     }

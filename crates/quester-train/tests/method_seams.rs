@@ -5,7 +5,6 @@
 
 mod common;
 
-use quester_algos::AdvantageConfig;
 use quester_train::api::{build_policy, env_factory};
 use quester_train::method::{Common, TrainingMethod};
 use quester_train::policy::tabular::TabularPolicy;
@@ -13,7 +12,7 @@ use quester_train::policy::{
     ChatMessage, GenRequest, Generation, LossValue, Policy, TrainSeq, TrainablePolicy, UpdateStats,
 };
 use quester_train::prompts::PromptTemplates;
-use quester_train::rollout::{RolloutSpec, TrialRequest};
+use quester_train::rollout::RolloutSpec;
 use quester_train::sample::{Sample, Trial};
 use quester_train::trainer::Trainer;
 use quester_train::{TrainConfig, TrainError};
@@ -32,23 +31,14 @@ struct Counting {
 }
 
 impl TrainingMethod for Counting {
-    fn method(&self) -> quester_train::config::Method {
-        quester_train::config::Method::Lamer
-    }
-    fn train_requests(&self, step: usize) -> Vec<TrialRequest> {
-        self.common.train_requests(step)
+    fn common(&self) -> &Common {
+        &self.common
     }
     fn train_spec(&self) -> RolloutSpec {
         self.common.trial_spec(false)
     }
-    fn eval_requests(&self) -> Vec<TrialRequest> {
-        self.common.eval_requests()
-    }
     fn eval_spec(&self) -> RolloutSpec {
         self.common.trial_spec(true)
-    }
-    fn advantage_config(&self) -> AdvantageConfig {
-        self.common.advantage_config()
     }
     fn training_context(&self, sample: &Sample) -> Option<(Vec<ChatMessage>, String)> {
         self.retrain_prefix.as_ref().map(|p| {

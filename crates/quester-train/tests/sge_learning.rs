@@ -19,7 +19,7 @@
 mod common;
 use common::room::{last_f64, level_file, rows, train};
 use quester_train::api::{build_policy, env_factory};
-use quester_train::method::sge::Sge;
+use quester_train::method::sge::{Sge, SgeConfig};
 use quester_train::method::{Common, TrainingMethod};
 use quester_train::prompts::PromptTemplates;
 use quester_train::rollout::run_trials;
@@ -303,10 +303,14 @@ fn the_strategy_segment_is_sampled_at_its_own_temperature_token_by_token() {
     cfg.model.max_response_tokens = 24;
     cfg.rollout.max_turns = 1;
     cfg.rollout.group_size = 4;
-    cfg.sge.strategy_temperature = 1.3;
-    cfg.sge.action_temperature = 0.6;
-    cfg.sge.after_strategy = "\n<action>\n".into();
-    cfg.sge.max_strategy_tokens = 6;
+    cfg.methods
+        .edit(|t: &mut SgeConfig| {
+            t.strategy_temperature = 1.3;
+            t.action_temperature = 0.6;
+            t.after_strategy = "\n<action>\n".into();
+            t.max_strategy_tokens = 6;
+        })
+        .unwrap();
     let mut policy = build_policy(&cfg).unwrap();
     let factory = env_factory(&cfg);
     let run = |cfg: &TrainConfig, policy: &mut Box<dyn quester_train::policy::TrainablePolicy>| {
@@ -352,7 +356,11 @@ fn the_strategy_segment_is_sampled_at_its_own_temperature_token_by_token() {
         }
     }
     // Per-rollout strategy temperatures: trial i starts at entry i mod 2.
-    cfg.sge.group_strategy_temperatures = vec![0.9, 1.5];
+    cfg.methods
+        .edit(|t: &mut SgeConfig| {
+            t.group_strategy_temperatures = vec![0.9, 1.5];
+        })
+        .unwrap();
     for t in run(&cfg, &mut policy) {
         let want = [0.9, 1.5][t.trial % 2];
         assert_eq!(t.samples[0].temperatures[0], want, "trial {}", t.trial);

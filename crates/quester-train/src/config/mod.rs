@@ -1,24 +1,30 @@
-//! The training configuration: one serde struct with sections model / env / prompt /
-//! algorithm / rollout / training / eval / output (and the methods' own tables). Where a
-//! library has a config struct of its own, the section holds it whole: `[algorithm.advantage]`
-//! is quester-algos' `AdvantageConfig`, `[algorithm.loss]` its `PolicyLossConfig`,
-//! `[training.optimizer]` quester-model's `AdamWConfig`, `[training.lr_schedule]` its
-//! `LrSchedule` and `[model.lora]` its `LoraConfig`, so every knob of those structs is a key.
-//! Defaults are the LaMer paper's values (Sokoban script); the CPU presets in configs/ shrink
-//! the sizes, never the method.
+//! The training configuration's core: one serde struct with sections model / env / prompt /
+//! algorithm / rollout / training / eval / output / opponents, and the methods' own tables held
+//! generically ([`method_tables`]). Where a library has a config struct of its own, the section
+//! holds it whole: `[algorithm.advantage]` is quester-algos' `AdvantageConfig`,
+//! `[algorithm.loss]` its `PolicyLossConfig`, `[training.optimizer]` quester-model's
+//! `AdamWConfig`, `[training.lr_schedule]` its `LrSchedule` and `[model.lora]` its `LoraConfig`,
+//! so every knob of those structs is a key. Defaults are the LaMer paper's values (Sokoban
+//! script); the CPU presets in configs/ shrink the sizes, never the method.
+//!
+//! This module names no method: parsing a whole config, the defaults a method decides and its
+//! rules live in the method registry (`crate::method::registry`), which reads this core.
 //!
 //! Files written for the older flat layout (`algorithm.clip_low`, `training.lr`,
 //! `model.lora_rank`, ...) still load: [`migrate`] renames their keys, with a warning each.
 
+pub mod method_tables;
 pub mod migrate;
 
-use serde::{Deserialize, Serialize};
-use std::path::Path;
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Serialize, Serializer};
 
 use crate::error::TrainError;
+pub use method_tables::{MethodTable, MethodTables};
 
-/// The whole training configuration.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+/// The whole training configuration. `Default` (what an empty file resolves to, every method's
+/// table included) and parsing are the method registry's (`crate::method::registry`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TrainConfig {
     pub model: ModelSection,
@@ -31,14 +37,50 @@ pub struct TrainConfig {
     pub output: OutputSection,
     /// Opponents inside the env for any method (empty pool: the env's own opponent).
     pub opponents: crate::method::opponents::OpponentsConfig,
-    /// MAGE's own table (read only when `algorithm.method = "mage"`).
-    pub mage: crate::method::mage::MageConfig,
-    /// HeRL's own table (read only when `algorithm.method = "herl"`).
-    pub herl: crate::method::herl::HerlConfig,
-    /// SGE's own table (read only when `algorithm.method = "sge"`).
-    pub sge: crate::method::sge::SgeConfig,
-    /// EMPO2's own table (read only when `algorithm.method = "empo2"`).
-    pub empo2: crate::method::empo2::Empo2Config,
+    /// The methods' own tables (`[mage]`, `[sge]`, ...), each read only by its method; resolved
+    /// by the registry, so not deserialised with the core sections.
+    #[serde(skip)]
+    pub methods: MethodTables,
+}
+
+impl Serialize for TrainConfig {
+    /// The sections in their order, then the methods' tables: the layout of
+    /// config.resolved.toml.
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("model", &self.model)?;
+        map.serialize_entry("env", &self.env)?;
+        map.serialize_entry("prompt", &self.prompt)?;
+        map.serialize_entry("algorithm", &self.algorithm)?;
+        map.serialize_entry("rollout", &self.rollout)?;
+        map.serialize_entry("training", &self.training)?;
+        map.serialize_entry("eval", &self.eval)?;
+        map.serialize_entry("output", &self.output)?;
+        map.serialize_entry("opponents", &self.opponents)?;
+        for (name, table) in self.methods.iter() {
+            map.serialize_entry(name, table)?;
+        }
+        map.end()
+    }
+}
+
+impl TrainConfig {
+    /// The core sections at their defaults and no method table (the registry's `Default` adds
+    /// every method's).
+    pub(crate) fn without_method_tables() -> Self {
+        Self {
+            model: ModelSection::default(),
+            env: EnvSection::default(),
+            prompt: PromptSection::default(),
+            algorithm: AlgorithmSection::default(),
+            rollout: RolloutSection::default(),
+            training: TrainingSection::default(),
+            eval: EvalSection::default(),
+            output: OutputSection::default(),
+            opponents: Default::default(),
+            methods: MethodTables::default(),
+        }
+    }
 }
 
 /// Which policy is trained.
@@ -196,67 +238,6 @@ impl Default for PromptSection {
     }
 }
 
-/// The training method: a preset of defaults that validation checks against the other keys
-/// (see `crate::method`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Method {
-    /// Multi-attempt trials, cross-attempt returns, reflections, GiGPO advantages.
-    Lamer,
-    /// Single episodes, GiGPO (episode + anchor step groups).
-    Gigpo,
-    /// Single episodes, episode-level group advantage only.
-    Grpo,
-    /// Single episodes, leave-one-rollout-out baseline.
-    Rloo,
-    /// LaMer's trials against opponents: differential rewards, per-opponent groups (`[mage]`).
-    Mage,
-    /// Single episodes on rubric rewards plus hindsight rewrites of the best failed answers,
-    /// GRPO over the revised group (`[herl]`).
-    Herl,
-    /// Strategy-guided exploration: a written strategy before every action, sampled at its
-    /// own temperature, and a per-task bank of earlier strategies to reflect on; GRPO
-    /// advantages (`[sge]`).
-    Sge,
-    /// A memory of tips written after every episode and retrieved by state similarity;
-    /// steps on-policy with tips, off-policy (rolled out with tips, trained without) or plain;
-    /// GRPO over rollout scores (`[empo2]`).
-    Empo2,
-}
-
-impl Method {
-    /// The config name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Method::Lamer => "lamer",
-            Method::Gigpo => "gigpo",
-            Method::Grpo => "grpo",
-            Method::Rloo => "rloo",
-            Method::Mage => "mage",
-            Method::Herl => "herl",
-            Method::Sge => "sge",
-            Method::Empo2 => "empo2",
-        }
-    }
-
-    /// The advantage estimator the method uses when `algorithm.advantage.estimator` is not set
-    /// (filled into the table before deserialising, so config.resolved.toml shows it).
-    pub fn default_estimator(self) -> quester_algos::Estimator {
-        match self {
-            Method::Grpo | Method::Herl | Method::Sge | Method::Empo2 => {
-                quester_algos::Estimator::Grpo
-            }
-            Method::Rloo => quester_algos::Estimator::Rloo,
-            Method::Lamer | Method::Gigpo | Method::Mage => quester_algos::Estimator::Gigpo,
-        }
-    }
-
-    /// A plain RL baseline: single-episode training, independent attempts in evaluation.
-    pub fn is_baseline(self) -> bool {
-        matches!(self, Method::Gigpo | Method::Grpo | Method::Rloo)
-    }
-}
-
 /// What earlier attempts leave in the play prompt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -273,7 +254,9 @@ pub enum ReflectionType {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AlgorithmSection {
-    pub method: Method,
+    /// The training method: a name in the method registry (`crate::method::registry`), which
+    /// decides the defaults and rules that depend on it.
+    pub method: String,
     /// Attempts per trial in training (LaMer: 3; RL baselines: 1).
     pub num_attempts: usize,
     pub do_reflection: bool,
@@ -293,7 +276,7 @@ pub struct AlgorithmSection {
 impl Default for AlgorithmSection {
     fn default() -> Self {
         Self {
-            method: Method::Lamer,
+            method: "lamer".into(),
             num_attempts: 3,
             do_reflection: true,
             reflection_type: ReflectionType::ReflectionOnly,
@@ -476,60 +459,14 @@ impl Default for OutputSection {
 }
 
 impl TrainConfig {
-    /// Builds a config from a TOML table (e.g. a preset plus overrides): renames the keys of
-    /// the older flat layout ([`migrate::migrate_table`], a warning each), fills the defaults
-    /// the method decides ([`fill_derived_defaults`]), deserialises and validates.
-    pub fn from_table(table: toml::Table) -> Result<Self, TrainError> {
-        let cfg = Self::parse_table(table)?;
-        cfg.validate()?;
-        Ok(cfg)
-    }
-
-    /// [`TrainConfig::from_table`] without `validate()`: for reading an existing run's config
-    /// (export), which should not be refused for rules about training it.
-    pub fn parse_table(mut table: toml::Table) -> Result<Self, TrainError> {
-        migrate::migrate_table(&mut table)?;
-        fill_derived_defaults(&mut table);
-        Ok(quester_config::from_table(table)?)
-    }
-
-    /// Reads a preset file and applies `key=value` overrides. The file is migrated first and
-    /// every override's key is renamed on its own ([`migrate::apply_overrides`]), so an
-    /// override wins whichever layout the file and the override are written in.
-    pub fn load(path: &Path, overrides: &[String]) -> Result<Self, TrainError> {
-        let mut table = quester_config::read_table(path)?;
-        migrate::migrate_table(&mut table)?;
-        migrate::apply_overrides(&mut table, overrides)?;
-        Self::from_table(table)
-    }
-
     /// The config as TOML text (written to config.resolved.toml).
     pub fn to_toml(&self) -> Result<String, TrainError> {
         toml::to_string_pretty(self).map_err(|e| TrainError::Config(e.to_string()))
     }
 
-    /// Whether `saved` (a run's config.resolved.toml) is this config: the same text, or a file
-    /// of an older layout that migrates to the same config (resume of an older run).
-    pub fn matches_saved(&self, saved: &str) -> Result<bool, TrainError> {
-        let text = self.to_toml()?;
-        if saved == text {
-            return Ok(true);
-        }
-        let Ok(mut table) = saved.parse::<toml::Table>() else {
-            return Ok(false);
-        };
-        if migrate::rename_table(&mut table).is_err() {
-            return Ok(false);
-        }
-        fill_derived_defaults(&mut table);
-        Ok(quester_config::from_table::<TrainConfig>(table)
-            .ok()
-            .and_then(|old| old.to_toml().ok())
-            .is_some_and(|old| old == text))
-    }
-
-    /// Checks value ranges; the error names the key.
-    pub fn validate(&self) -> Result<(), TrainError> {
+    /// Checks the core sections' value ranges (the registry's `validate` adds the opponents,
+    /// the method's rules and the held-out split); the error names the key.
+    pub(crate) fn validate_core(&self) -> Result<(), TrainError> {
         let bad = |key: &str, why: &str| Err(TrainError::Config(format!("{key}: {why}")));
         let a = &self.algorithm;
         if a.num_attempts == 0 {
@@ -572,7 +509,6 @@ impl TrainConfig {
         loss.validate()
             .map_err(|e| algo_error("algorithm.loss", e))?;
         self.validate_memory()?;
-        crate::method::validate(self)?;
         let r = &self.rollout;
         if r.tasks_per_step == 0 || r.group_size == 0 {
             return bad("rollout.tasks_per_step/group_size", "must be at least 1");
@@ -613,7 +549,6 @@ impl TrainConfig {
         if let Err(e) = t.lr_schedule.validate() {
             return bad("training.lr_schedule", &e);
         }
-        self.validate_held_out()?;
         if self.model.kind == PolicyKind::Native
             && self.model.train == TrainMode::Lora
             && self.model.lora.rank == 0
@@ -660,7 +595,7 @@ impl TrainConfig {
 
     /// Evaluation tasks must be held out: seeds disjoint from every training seed, and WebShop
     /// goals or instruction-following constraint combinations from another split.
-    fn validate_held_out(&self) -> Result<(), TrainError> {
+    pub(crate) fn validate_held_out(&self) -> Result<(), TrainError> {
         let train_lo = self.env.train_seed_base;
         let draws = (self.training.steps as u64).saturating_mul(self.rollout.tasks_per_step as u64);
         let train_hi = train_lo.saturating_add(match self.env.train_pool {
@@ -733,31 +668,9 @@ fn algo_error(table: &str, e: quester_algos::AlgoError) -> TrainError {
     }
 }
 
-/// Fills into the table, before it is deserialised, the defaults that depend on other keys,
-/// where the key is absent (so config.resolved.toml shows them):
-/// - `algorithm.advantage.estimator`: the method's own (`Method::default_estimator`);
-/// - `algorithm.advantage.differential_rewards = true` for MAGE (its rewards);
-/// - `model.lora.seed`: `training.seed` (the adapters' A initialisation follows the run's seed,
-///   as it always did).
-///
-/// Anything malformed is left alone for deserialisation to report.
-pub fn fill_derived_defaults(table: &mut toml::Table) {
-    let method = match table.get("algorithm").and_then(|a| a.get("method")) {
-        None => Some(Method::Lamer),
-        Some(v) => v.clone().try_into::<Method>().ok(),
-    };
-    if let Some(method) = method {
-        let estimator = toml::Value::try_from(method.default_estimator()).ok();
-        if let Some(adv) = sub_table(table, &["algorithm", "advantage"]) {
-            if let Some(e) = estimator {
-                adv.entry("estimator").or_insert(e);
-            }
-            if method == Method::Mage {
-                adv.entry("differential_rewards")
-                    .or_insert(toml::Value::Boolean(true));
-            }
-        }
-    }
+/// Fills `model.lora.seed` from `training.seed` where absent (the adapters' A initialisation
+/// follows the run's seed); the method's derived defaults are the registry's.
+pub(crate) fn fill_core_defaults(table: &mut toml::Table) {
     let seed = table
         .get("training")
         .and_then(|t| t.get("seed"))
@@ -771,7 +684,7 @@ pub fn fill_derived_defaults(table: &mut toml::Table) {
 }
 
 /// The table at `path`, created where missing; None where something on the way is not a table.
-fn sub_table<'a>(table: &'a mut toml::Table, path: &[&str]) -> Option<&'a mut toml::Table> {
+pub(crate) fn sub_table<'a>(table: &'a mut toml::Table, path: &[&str]) -> Option<&'a mut toml::Table> {
     let mut cur = table;
     for part in path {
         cur = cur

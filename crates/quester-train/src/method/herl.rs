@@ -25,15 +25,15 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
+use super::registry::{no_defaults, MethodSpec, TableSpec};
 use super::{Common, PassContext, TrainingMethod};
-use crate::config::{Method, TrainConfig};
+use crate::config::{MethodTable, TrainConfig};
 use crate::error::TrainError;
 use crate::policy::{ChatMessage, GenRequest, SamplingParams};
 use crate::prompts::render;
 use crate::rng::{derive, purpose};
-use crate::rollout::{RolloutSpec, TrialRequest};
+use crate::rollout::RolloutSpec;
 use crate::sample::{OldLogprobs, Sample, SampleRole, Trial};
-use quester_algos::AdvantageConfig;
 use quester_envs::Env;
 
 /// The context a hindsight sample is trained under.
@@ -70,6 +70,20 @@ pub struct HerlConfig {
     pub template: String,
 }
 
+/// The registry's row.
+pub const SPEC: MethodSpec = MethodSpec {
+    name: "herl",
+    default_estimator: quester_algos::Estimator::Grpo,
+    table: Some(TableSpec::of::<HerlConfig>()),
+    fill_defaults: no_defaults,
+    validate,
+    build: |common| Ok(Box::new(Herl::new(common)?)),
+};
+
+impl MethodTable for HerlConfig {
+    const TABLE: &'static str = "herl";
+}
+
 impl Default for HerlConfig {
     fn default() -> Self {
         Self {
@@ -86,7 +100,7 @@ impl Default for HerlConfig {
 pub fn validate(cfg: &TrainConfig) -> Result<(), TrainError> {
     let bad = |key: &str, why: &str| Err(TrainError::Config(format!("{key}: {why}")));
     super::validate_single_episode_grpo(cfg, "herl")?;
-    let h = &cfg.herl;
+    let h = &cfg.methods.get::<HerlConfig>()?;
     if !(h.alpha.is_finite() && h.alpha >= 0.0) {
         return bad("herl.alpha", "must be finite and >= 0");
     }
@@ -242,14 +256,17 @@ struct PassStats {
 /// See the module doc.
 pub struct Herl {
     common: Common,
+    herl: HerlConfig,
     last: PassStats,
 }
 
 impl Herl {
+    /// HeRL with its `[herl]` table (the config validated: see [`SPEC`]).
     pub fn new(common: Common) -> Result<Self, TrainError> {
-        validate(&common.cfg)?;
+        let herl = common.cfg.methods.get::<HerlConfig>()?;
         Ok(Self {
             common,
+            herl,
             last: PassStats::default(),
         })
     }
@@ -257,7 +274,7 @@ impl Herl {
     fn rewrite_params(&self, seed: u64) -> SamplingParams {
         let c = &self.common.cfg;
         SamplingParams {
-            temperature: c.herl.rewrite_temperature,
+            temperature: self.herl.rewrite_temperature,
             top_p: 1.0,
             top_k: 0,
             max_new_tokens: c.model.max_response_tokens,
@@ -292,28 +309,16 @@ struct Pending {
 }
 
 impl TrainingMethod for Herl {
-    fn method(&self) -> Method {
-        Method::Herl
-    }
-
-    fn train_requests(&self, step: usize) -> Vec<TrialRequest> {
-        self.common.train_requests(step)
+    fn common(&self) -> &Common {
+        &self.common
     }
 
     fn train_spec(&self) -> RolloutSpec {
         self.common.single_episode_spec(false)
     }
 
-    fn eval_requests(&self) -> Vec<TrialRequest> {
-        self.common.eval_requests()
-    }
-
     fn eval_spec(&self) -> RolloutSpec {
         self.common.single_episode_spec(true)
-    }
-
-    fn advantage_config(&self) -> AdvantageConfig {
-        self.common.advantage_config()
     }
 
     fn extra_passes(
@@ -323,7 +328,7 @@ impl TrainingMethod for Herl {
         ctx: &mut PassContext<'_, '_>,
     ) -> Result<(), TrainError> {
         let cfg = self.common.cfg.clone();
-        let h = &cfg.herl;
+        let h = &self.herl.clone();
         let mut stats = PassStats::default();
         // Groups of trials of one task, in first-seen order.
         let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
@@ -400,7 +405,7 @@ impl TrainingMethod for Herl {
                     .iter_mut()
                     .find(|s| s.role.is_trained())
                     .expect("checked above: one trained response per trial");
-                s.score_bonus = b;
+                s.score_adjustment = b;
                 stats.rewrites += 1;
                 stats.rewrite_reward += r;
                 stats.candidate_reward += pending[k].reward;
@@ -480,7 +485,7 @@ impl TrainingMethod for Herl {
                     reward: judged.reward,
                     valid: judged.valid,
                     won: judged.won,
-                    score_bonus: 0.0,
+                    score_adjustment: 0.0,
                     ..base
                 });
             }
@@ -520,8 +525,7 @@ impl TrainingMethod for Herl {
 fn hindsight_base(slot: &Sample) -> Sample {
     Sample {
         role: SampleRole::Hindsight,
-        score_bonus: 0.0,
-        score_penalty: 0.0,
+        score_adjustment: 0.0,
         old_logprobs: OldLogprobs::Auto,
         ..slot.clone()
     }

@@ -2,44 +2,35 @@
 //! that flow back across attempts (docs/lamer.md). Training and evaluation play the same
 //! trials; its state is empty.
 
+use super::registry::{no_defaults, no_rules, MethodSpec};
 use super::{Common, TrainingMethod};
-use crate::config::Method;
-use crate::rollout::{RolloutSpec, TrialRequest};
-use quester_algos::AdvantageConfig;
+use crate::rollout::RolloutSpec;
+
+/// The registry's row.
+pub const SPEC: MethodSpec = MethodSpec {
+    name: "lamer",
+    default_estimator: quester_algos::Estimator::Gigpo,
+    table: None,
+    fill_defaults: no_defaults,
+    validate: no_rules,
+    build: |common| Ok(Box::new(Lamer { common })),
+};
 
 /// See the module doc.
 pub struct Lamer {
     common: Common,
 }
 
-impl Lamer {
-    pub fn new(common: Common) -> Self {
-        Self { common }
-    }
-}
-
 impl TrainingMethod for Lamer {
-    fn method(&self) -> Method {
-        Method::Lamer
-    }
-
-    fn train_requests(&self, step: usize) -> Vec<TrialRequest> {
-        self.common.train_requests(step)
+    fn common(&self) -> &Common {
+        &self.common
     }
 
     fn train_spec(&self) -> RolloutSpec {
         self.common.trial_spec(false)
     }
 
-    fn eval_requests(&self) -> Vec<TrialRequest> {
-        self.common.eval_requests()
-    }
-
     fn eval_spec(&self) -> RolloutSpec {
         self.common.trial_spec(true)
-    }
-
-    fn advantage_config(&self) -> AdvantageConfig {
-        self.common.advantage_config()
     }
 }

@@ -10,12 +10,34 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::registry::{MethodSpec, TableSpec};
 use super::{Common, TrainingMethod};
-use crate::config::{Method, TrainConfig};
+use crate::config::{MethodTable, TrainConfig};
 use crate::error::TrainError;
-use crate::rollout::{RolloutSpec, TrialRequest};
+use crate::rollout::RolloutSpec;
 use crate::sample::Sample;
-use quester_algos::AdvantageConfig;
+
+/// The registry's row.
+pub const SPEC: MethodSpec = MethodSpec {
+    name: "mage",
+    default_estimator: quester_algos::Estimator::Gigpo,
+    table: Some(TableSpec::of::<MageConfig>()),
+    fill_defaults,
+    validate,
+    build: |common| {
+        let mage = common.cfg.methods.get::<MageConfig>()?;
+        Ok(Box::new(Mage { common, mage }))
+    },
+};
+
+/// MAGE trains on differential attempt rewards unless told otherwise (and `validate` refuses
+/// otherwise).
+fn fill_defaults(table: &mut toml::Table) {
+    if let Some(adv) = crate::config::sub_table(table, &["algorithm", "advantage"]) {
+        adv.entry("differential_rewards")
+            .or_insert(toml::Value::Boolean(true));
+    }
+}
 
 /// `[mage]`: MAGE's own knobs. Defaults are the Kuhn Poker script's.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -25,6 +47,10 @@ pub struct MageConfig {
     pub length_penalty_coef: f64,
     /// Show the env's privileged information to training reflections.
     pub privileged_reflection: bool,
+}
+
+impl MethodTable for MageConfig {
+    const TABLE: &'static str = "mage";
 }
 
 impl Default for MageConfig {
@@ -58,7 +84,7 @@ pub fn validate(cfg: &TrainConfig) -> Result<(), TrainError> {
                 .into(),
         ));
     }
-    let c = cfg.mage.length_penalty_coef;
+    let c = cfg.methods.get::<MageConfig>()?.length_penalty_coef;
     if !(c >= 0.0 && c.is_finite()) {
         return Err(TrainError::Config(
             "mage.length_penalty_coef: must be finite and >= 0".into(),
@@ -70,32 +96,18 @@ pub fn validate(cfg: &TrainConfig) -> Result<(), TrainError> {
 /// See the module doc.
 pub struct Mage {
     common: Common,
-}
-
-impl Mage {
-    pub fn new(common: Common) -> Result<Self, TrainError> {
-        validate(&common.cfg)?;
-        Ok(Self { common })
-    }
+    mage: MageConfig,
 }
 
 impl TrainingMethod for Mage {
-    fn method(&self) -> Method {
-        Method::Mage
-    }
-
-    fn train_requests(&self, step: usize) -> Vec<TrialRequest> {
-        self.common.train_requests(step)
+    fn common(&self) -> &Common {
+        &self.common
     }
 
     fn train_spec(&self) -> RolloutSpec {
         let mut spec = self.common.trial_spec(false);
-        spec.privileged_reflection = self.common.cfg.mage.privileged_reflection;
+        spec.privileged_reflection = self.mage.privileged_reflection;
         spec
-    }
-
-    fn eval_requests(&self) -> Vec<TrialRequest> {
-        self.common.eval_requests()
     }
 
     fn eval_spec(&self) -> RolloutSpec {
@@ -105,18 +117,12 @@ impl TrainingMethod for Mage {
     fn shape(&self, samples: &mut [Sample]) {
         let c = &self.common.cfg;
         for s in samples {
-            s.score_penalty = length_penalty(
+            s.score_adjustment = -length_penalty(
                 s.response_ids.len(),
                 c.model.max_response_tokens,
-                c.mage.length_penalty_coef,
+                self.mage.length_penalty_coef,
             );
         }
-    }
-
-    /// `[algorithm.advantage]`, whose `differential_rewards` is true (the default for MAGE,
-    /// and `validate` refuses false).
-    fn advantage_config(&self) -> AdvantageConfig {
-        self.common.advantage_config()
     }
 }
 

@@ -1,8 +1,9 @@
 //! Training methods: each one decides how its trials are played (attempts, reflections,
 //! opponents, sampling), how rewards are shaped and advantages computed, what context a response
 //! is trained under, and what state it keeps across steps (saved in every checkpoint). The
-//! trainer and the rollout engine are shared; a method is one module here plus, where it has
-//! knobs of its own, one config table (`[mage]`).
+//! trainer and the rollout engine are shared; a method is one module here, one row in
+//! [`registry::METHODS`] and, where it has knobs of its own, one config table (`[mage]`) that
+//! its module defines ([`crate::config::MethodTable`]).
 //!
 //! | method | module | trials | advantages |
 //! |---|---|---|---|
@@ -19,11 +20,12 @@ pub mod herl;
 pub mod lamer;
 pub mod mage;
 pub mod opponents;
+pub mod registry;
 pub mod sge;
 
 use serde_json::{Map, Value};
 
-use crate::config::{Method, ReflectionType, TrainConfig};
+use crate::config::{ReflectionType, TrainConfig};
 use crate::error::TrainError;
 use crate::policy::{ChatMessage, Policy, SamplingParams};
 use crate::prompts::PromptTemplates;
@@ -32,23 +34,36 @@ use crate::rollout::{EnvFactory, RolloutSpec, TrialRequest, TurnContext};
 use crate::sample::{Sample, Trial};
 use quester_algos::AdvantageConfig;
 
-/// What makes one method differ from another. Every hook but the specs and the advantage
-/// settings has a default that does nothing, so a method states only what is its own.
-pub trait TrainingMethod {
-    /// The method's config name.
-    fn method(&self) -> Method;
+pub use registry::{build, MethodSpec, METHODS};
 
-    /// The trials of training step `step` (0-based): tasks, groups, per-trial env settings.
-    fn train_requests(&self, step: usize) -> Vec<TrialRequest>;
+/// What makes one method differ from another. A method states how its trials are played
+/// (`train_spec`, `eval_spec`); every other function has a default (the shared task draw and
+/// evaluation, `[algorithm.advantage]` as configured, hooks that do nothing), so a method
+/// overrides only what is its own.
+pub trait TrainingMethod {
+    /// What the method was built from: the config and the prompt templates.
+    fn common(&self) -> &Common;
 
     /// How training trials are played.
     fn train_spec(&self) -> RolloutSpec;
 
-    /// The evaluation trials (held-out tasks, the same sampling streams at every call).
-    fn eval_requests(&self) -> Vec<TrialRequest>;
-
     /// How evaluation trials are played.
     fn eval_spec(&self) -> RolloutSpec;
+
+    /// The trials of training step `step` (0-based): tasks, groups, per-trial env settings.
+    fn train_requests(&self, step: usize) -> Vec<TrialRequest> {
+        self.common().train_requests(step)
+    }
+
+    /// The evaluation trials (held-out tasks, the same sampling streams at every call).
+    fn eval_requests(&self) -> Vec<TrialRequest> {
+        self.common().eval_requests()
+    }
+
+    /// The advantage settings.
+    fn advantage_config(&self) -> AdvantageConfig {
+        self.common().cfg.algorithm.advantage.clone()
+    }
 
     /// Whether training step `step` appends text to play prompts turn by turn
     /// ([`TrainingMethod::turn_guidance`]).
@@ -68,8 +83,9 @@ pub trait TrainingMethod {
     }
 
     /// Generation passes after the step's trials are played and before rewards are shaped
-    /// (HeRL's hindsight rewrites). A method may re-reward samples (`score_bonus`), add logged
-    /// ones and hand a trial's slot to a sample of its own (see [`crate::sample::SampleRole`]).
+    /// (HeRL's hindsight rewrites). A method may adjust samples' scores
+    /// (`score_adjustment`), add logged ones and hand a trial's slot to a sample of its own
+    /// (see [`crate::sample::SampleRole`]).
     fn extra_passes(
         &mut self,
         _step: usize,
@@ -81,9 +97,6 @@ pub trait TrainingMethod {
 
     /// Reward shaping on the collected samples, before the advantages (MAGE's length penalty).
     fn shape(&self, _samples: &mut [Sample]) {}
-
-    /// The advantage settings.
-    fn advantage_config(&self) -> AdvantageConfig;
 
     /// The context a sample is trained under when it is not the one it was sampled in (the
     /// messages and the forced response opening); None = the sampling context.
@@ -114,68 +127,8 @@ pub struct PassContext<'p, 'e> {
     pub make_env: &'e EnvFactory<'e>,
 }
 
-/// The method a config asks for.
-pub fn build(
-    cfg: &TrainConfig,
-    templates: &PromptTemplates,
-) -> Result<Box<dyn TrainingMethod>, TrainError> {
-    let common = Common {
-        cfg: cfg.clone(),
-        templates: templates.clone(),
-    };
-    Ok(match cfg.algorithm.method {
-        Method::Lamer => Box::new(lamer::Lamer::new(common)),
-        Method::Gigpo | Method::Grpo | Method::Rloo => Box::new(baseline::Baseline::new(common)),
-        Method::Mage => Box::new(mage::Mage::new(common)?),
-        Method::Herl => Box::new(herl::Herl::new(common)?),
-        Method::Sge => Box::new(sge::Sge::new(common)?),
-        Method::Empo2 => Box::new(empo2::Empo2::new(common)?),
-    })
-}
-
-/// Checks the keys a method preset fixes against the rest of the config; the error names the
-/// key.
-pub fn validate(cfg: &TrainConfig) -> Result<(), TrainError> {
-    let a = &cfg.algorithm;
-    let m = a.method;
-    if m.is_baseline() {
-        let e = a.advantage.estimator;
-        if e != m.default_estimator() {
-            return Err(TrainError::Config(format!(
-                "algorithm.advantage.estimator = {e:?} contradicts algorithm.method = \"{}\", \
-                 which trains with {:?}; remove algorithm.advantage.estimator, or choose the \
-                 method of that estimator",
-                m.name(),
-                m.default_estimator()
-            )));
-        }
-        if a.num_attempts != 1 {
-            return Err(TrainError::Config(format!(
-                "algorithm.num_attempts = {}: method \"{}\" trains single episodes (1); \
-                 multi-attempt trials are method \"lamer\" or \"mage\"",
-                a.num_attempts,
-                m.name()
-            )));
-        }
-    }
-    opponents::validate(cfg)?;
-    if m == Method::Mage {
-        mage::validate(cfg)?;
-    }
-    if m == Method::Herl {
-        herl::validate(cfg)?;
-    }
-    if m == Method::Sge {
-        sge::validate(cfg)?;
-    }
-    if m == Method::Empo2 {
-        empo2::validate(cfg)?;
-    }
-    Ok(())
-}
-
-/// The checks every single-episode GRPO method (HeRL, SGE) makes: one attempt, and no other
-/// estimator; the error names the key and the method.
+/// The checks every single-episode GRPO method (HeRL, SGE, EMPO2) makes: one attempt, and no
+/// other estimator; the error names the key and the method.
 pub fn validate_single_episode_grpo(cfg: &TrainConfig, method: &str) -> Result<(), TrainError> {
     let a = &cfg.algorithm;
     if a.num_attempts != 1 {
@@ -323,11 +276,5 @@ impl Common {
             a.num_attempts
         };
         self.spec(eval, n, a.do_reflection, a.reflection_type)
-    }
-
-    /// The advantage settings: `[algorithm.advantage]` as configured (the method's estimator,
-    /// and MAGE's differential rewards, filled in where the key was absent).
-    pub fn advantage_config(&self) -> AdvantageConfig {
-        self.cfg.algorithm.advantage.clone()
     }
 }

@@ -21,14 +21,14 @@ use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use super::registry::{no_defaults, MethodSpec, TableSpec};
 use super::{Common, TrainingMethod};
-use crate::config::{Method, TrainConfig};
+use crate::config::{MethodTable, TrainConfig};
 use crate::error::TrainError;
 use crate::policy::{Scaffold, TemperatureSwitch};
 use crate::prompts::render;
 use crate::rollout::{RolloutSpec, TrialRequest};
 use crate::sample::{SampleKind, SampleRole, Trial};
-use quester_algos::AdvantageConfig;
 
 /// Which earlier strategies a reflected rollout is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -89,6 +89,20 @@ pub struct SgeConfig {
     pub positive_template: String,
 }
 
+/// The registry's row.
+pub const SPEC: MethodSpec = MethodSpec {
+    name: "sge",
+    default_estimator: quester_algos::Estimator::Grpo,
+    table: Some(TableSpec::of::<SgeConfig>()),
+    fill_defaults: no_defaults,
+    validate,
+    build: |common| Ok(Box::new(Sge::new(common)?)),
+};
+
+impl MethodTable for SgeConfig {
+    const TABLE: &'static str = "sge";
+}
+
 impl Default for SgeConfig {
     fn default() -> Self {
         Self {
@@ -113,7 +127,7 @@ impl Default for SgeConfig {
 pub fn validate(cfg: &TrainConfig) -> Result<(), TrainError> {
     let bad = |key: &str, why: &str| Err(TrainError::Config(format!("{key}: {why}")));
     super::validate_single_episode_grpo(cfg, "sge")?;
-    let s = &cfg.sge;
+    let s = &cfg.methods.get::<SgeConfig>()?;
     let tag_ok = !s.strategy_tag.is_empty()
         && s.strategy_tag
             .chars()
@@ -250,16 +264,19 @@ pub fn strategy_of(response: &str, tag: &str, max: usize) -> Option<String> {
 /// See the module doc.
 pub struct Sge {
     common: Common,
+    sge: SgeConfig,
     bank: StrategyBank,
     /// Trials of the last training step that were prompted with banked strategies.
     last_reflected: AtomicUsize,
 }
 
 impl Sge {
+    /// SGE with its `[sge]` table (the config validated: see [`SPEC`]).
     pub fn new(common: Common) -> Result<Self, TrainError> {
-        validate(&common.cfg)?;
+        let sge = common.cfg.methods.get::<SgeConfig>()?;
         Ok(Self {
             common,
+            sge,
             bank: StrategyBank::new(),
             last_reflected: AtomicUsize::new(0),
         })
@@ -271,7 +288,7 @@ impl Sge {
     }
 
     fn spec(&self, eval: bool) -> RolloutSpec {
-        let s = &self.common.cfg.sge;
+        let s = &self.sge;
         let mut spec = self.common.single_episode_spec(eval);
         if !s.after_strategy.is_empty() {
             spec.play_sampling.scaffold = Some(Scaffold {
@@ -295,12 +312,12 @@ impl Sge {
 }
 
 impl TrainingMethod for Sge {
-    fn method(&self) -> Method {
-        Method::Sge
+    fn common(&self) -> &Common {
+        &self.common
     }
 
     fn train_requests(&self, step: usize) -> Vec<TrialRequest> {
-        let s = &self.common.cfg.sge;
+        let s = &self.sge;
         let g = self.common.cfg.rollout.group_size;
         let n_reflect = reflected_count(g, s.reflection_share);
         let mut reqs = self.common.train_requests(step);
@@ -341,21 +358,13 @@ impl TrainingMethod for Sge {
         self.spec(false)
     }
 
-    fn eval_requests(&self) -> Vec<TrialRequest> {
-        self.common.eval_requests()
-    }
-
     fn eval_spec(&self) -> RolloutSpec {
         self.spec(true)
     }
 
-    fn advantage_config(&self) -> AdvantageConfig {
-        self.common.advantage_config()
-    }
-
     /// Banks the opening strategy of every trained episode with its outcome.
     fn after_step(&mut self, step: usize, trials: &[Trial]) {
-        let s = &self.common.cfg.sge;
+        let s = &self.sge;
         for t in trials {
             let Some(first) = t
                 .samples
@@ -386,7 +395,7 @@ impl TrainingMethod for Sge {
     }
 
     fn train_metrics(&self, trials: &[Trial], row: &mut Map<String, Value>) {
-        let s = &self.common.cfg.sge;
+        let s = &self.sge;
         let play: Vec<_> = trials
             .iter()
             .flat_map(|t| t.samples.iter())

@@ -185,8 +185,8 @@ pub fn trajectory_row(
             if s.role != SampleRole::Policy {
                 v["role"] = json!(s.role);
             }
-            if s.score_bonus != 0.0 {
-                v["bonus"] = json!(s.score_bonus);
+            if s.score_adjustment != 0.0 {
+                v["score_adjustment"] = json!(s.score_adjustment);
             }
             v
         })

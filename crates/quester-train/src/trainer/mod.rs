@@ -61,14 +61,27 @@ impl<'a> Trainer<'a> {
         run_dir: &Path,
         resume: bool,
     ) -> Result<Self, TrainError> {
-        cfg.validate()?;
         let templates = PromptTemplates::from_config(&cfg)?;
+        // Building the method validates the config.
         let method = crate::method::build(&cfg, &templates)?;
-        Self::with_method(cfg, method, policy, make_env, run_dir, resume)
+        Self::open(cfg, method, policy, make_env, run_dir, resume)
     }
 
     /// [`Trainer::new`] with a method of the caller's (one not in the config's registry).
     pub fn with_method(
+        cfg: TrainConfig,
+        method: Box<dyn TrainingMethod + 'a>,
+        policy: Box<dyn TrainablePolicy + 'a>,
+        make_env: Box<EnvFactory<'a>>,
+        run_dir: &Path,
+        resume: bool,
+    ) -> Result<Self, TrainError> {
+        cfg.validate()?;
+        Self::open(cfg, method, policy, make_env, run_dir, resume)
+    }
+
+    /// Opens the run with a method built from `cfg` (so `cfg` is valid).
+    pub(crate) fn open(
         cfg: TrainConfig,
         mut method: Box<dyn TrainingMethod + 'a>,
         mut policy: Box<dyn TrainablePolicy + 'a>,
@@ -76,7 +89,6 @@ impl<'a> Trainer<'a> {
         run_dir: &Path,
         resume: bool,
     ) -> Result<Self, TrainError> {
-        cfg.validate()?;
         let run = RunDir::new(run_dir);
         let mut step = 0;
         let mut outcomes = quester_algos::DistinctOutcomes::new();

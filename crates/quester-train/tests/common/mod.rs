@@ -67,7 +67,7 @@ trajectories_per_step = 1
 /// score normalised by mean and std; evaluated with 2 independent attempts.
 pub fn grpo_bandit(steps: usize) -> TrainConfig {
     let mut c = lamer_bandit(0.0, steps);
-    c.algorithm.method = quester_train::config::Method::Grpo;
+    c.algorithm.method = "grpo".into();
     c.algorithm.num_attempts = 1;
     c.algorithm.reflection_type = quester_train::config::ReflectionType::None;
     c.algorithm.advantage.estimator = quester_algos::Estimator::Grpo;

@@ -27,17 +27,17 @@ use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use super::registry::{no_defaults, MethodSpec, TableSpec};
 use super::{Common, PassContext, TrainingMethod};
-use crate::config::{Method, TrainConfig};
+use crate::config::{MethodTable, TrainConfig};
 use crate::error::TrainError;
 use crate::memory::action_text;
 use crate::policy::{ChatMessage, GenRequest, SamplingParams};
 use crate::rng::{derive, purpose};
-use crate::rollout::{RolloutSpec, TrialRequest, TurnContext};
+use crate::rollout::{RolloutSpec, TurnContext};
 use crate::sample::{OldLogprobs, Sample, SampleKind, SampleRole, Trial};
 use embedding::CachedEmbedder;
 use memory::{Embedder, MemoryEntry, TipMemory};
-use quester_algos::AdvantageConfig;
 use tips::Mode;
 
 /// Which log-probs divide the off-policy ratio.
@@ -92,6 +92,20 @@ pub struct Empo2Config {
     pub embedding_model: String,
 }
 
+/// The registry's row.
+pub const SPEC: MethodSpec = MethodSpec {
+    name: "empo2",
+    default_estimator: quester_algos::Estimator::Grpo,
+    table: Some(TableSpec::of::<Empo2Config>()),
+    fill_defaults: no_defaults,
+    validate,
+    build: |common| Ok(Box::new(Empo2::new(common)?)),
+};
+
+impl MethodTable for Empo2Config {
+    const TABLE: &'static str = "empo2";
+}
+
 impl Default for Empo2Config {
     fn default() -> Self {
         Self {
@@ -116,7 +130,7 @@ impl Default for Empo2Config {
 pub fn validate(cfg: &TrainConfig) -> Result<(), TrainError> {
     let bad = |key: &str, why: &str| Err(TrainError::Config(format!("{key}: {why}")));
     super::validate_single_episode_grpo(cfg, "empo2")?;
-    let e = &cfg.empo2;
+    let e = &cfg.methods.get::<Empo2Config>()?;
     let unit = |x: f64| (0.0..=1.0).contains(&x);
     if !unit(e.off_policy_below) {
         return bad("empo2.off_policy_below", "must be in [0, 1]");
@@ -189,6 +203,7 @@ struct StepStats {
 /// See the module doc.
 pub struct Empo2 {
     common: Common,
+    empo2: Empo2Config,
     embedder: Arc<CachedEmbedder>,
     memory: TipMemory,
     /// The step's guided turns, recorded by the hook (which sees the method by `&self`).
@@ -202,20 +217,25 @@ impl Empo2 {
     /// Builds the method with the embedding model of `empo2.embedding_model`, loaded once per
     /// process and shared, with its cache, by every run ([`embedding::shared`]).
     pub fn new(common: Common) -> Result<Self, TrainError> {
-        validate(&common.cfg)?;
-        let embedder = embedding::shared(&common.cfg.empo2.embedding_model)?;
-        Self::build(common, embedder)
+        let empo2 = common.cfg.methods.get::<Empo2Config>()?;
+        let embedder = embedding::shared(&empo2.embedding_model)?;
+        Self::build(common, empo2, embedder)
     }
 
     /// Builds the method with an embedder of the caller's, behind a cache of this run's own.
     pub fn with_embedder(common: Common, embedder: Arc<dyn Embedder>) -> Result<Self, TrainError> {
-        validate(&common.cfg)?;
-        Self::build(common, Arc::new(CachedEmbedder::new(embedder)))
+        let empo2 = common.cfg.methods.get::<Empo2Config>()?;
+        Self::build(common, empo2, Arc::new(CachedEmbedder::new(embedder)))
     }
 
-    fn build(common: Common, embedder: Arc<CachedEmbedder>) -> Result<Self, TrainError> {
+    fn build(
+        common: Common,
+        empo2: Empo2Config,
+        embedder: Arc<CachedEmbedder>,
+    ) -> Result<Self, TrainError> {
         Ok(Self {
             common,
+            empo2,
             embedder,
             memory: TipMemory::new(),
             guided: Mutex::new(HashMap::new()),
@@ -231,7 +251,7 @@ impl Empo2 {
 
     /// The mode of training step `step`.
     pub fn mode(&self, step: usize) -> Mode {
-        let e = &self.common.cfg.empo2;
+        let e = &self.empo2;
         tips::draw_mode(
             self.common.cfg.training.seed,
             step,
@@ -246,7 +266,7 @@ impl Empo2 {
             temperature: c.rollout.temperature,
             top_p: c.rollout.top_p,
             top_k: c.rollout.top_k,
-            max_new_tokens: c.empo2.max_tip_tokens,
+            max_new_tokens: self.empo2.max_tip_tokens,
             seed,
             ..SamplingParams::default()
         }
@@ -260,7 +280,7 @@ impl Empo2 {
         guided: &HashMap<TurnKey, Guided>,
         ctx: &mut PassContext<'_, '_>,
     ) -> Result<(), TrainError> {
-        let e = self.common.cfg.empo2.clone();
+        let e = self.empo2.clone();
         let mut requests = Vec::new();
         let mut owners = Vec::new();
         for (i, t) in trials.iter().enumerate() {
@@ -354,28 +374,16 @@ fn tip_free_prompt(s: &Sample, guided: &HashMap<TurnKey, Guided>) -> String {
 }
 
 impl TrainingMethod for Empo2 {
-    fn method(&self) -> Method {
-        Method::Empo2
-    }
-
-    fn train_requests(&self, step: usize) -> Vec<TrialRequest> {
-        self.common.train_requests(step)
+    fn common(&self) -> &Common {
+        &self.common
     }
 
     fn train_spec(&self) -> RolloutSpec {
         self.common.single_episode_spec(false)
     }
 
-    fn eval_requests(&self) -> Vec<TrialRequest> {
-        self.common.eval_requests()
-    }
-
     fn eval_spec(&self) -> RolloutSpec {
         self.common.single_episode_spec(true)
-    }
-
-    fn advantage_config(&self) -> AdvantageConfig {
-        self.common.advantage_config()
     }
 
     fn guides_turns(&self, step: usize) -> bool {
@@ -388,7 +396,7 @@ impl TrainingMethod for Empo2 {
         _step: usize,
         turns: &[TurnContext<'_>],
     ) -> Result<Vec<String>, TrainError> {
-        let e = &self.common.cfg.empo2;
+        let e = &self.empo2;
         let texts: Vec<String> = turns.iter().map(|t| tips::key_text(t.prompt)).collect();
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         let keys = self.embedder.embed(&refs)?;
@@ -442,7 +450,7 @@ impl TrainingMethod for Empo2 {
             mode: Some(mode),
             ..StepStats::default()
         };
-        let e = self.common.cfg.empo2.clone();
+        let e = self.empo2.clone();
         for s in trials.iter_mut().flat_map(|t| t.samples.iter_mut()) {
             if !is_play(s) {
                 continue;
@@ -452,7 +460,7 @@ impl TrainingMethod for Empo2 {
             };
             self.last.guided += 1;
             self.last.retrieved += g.retrieved;
-            s.score_bonus += e.intrinsic_coef * tips::novelty(g.retrieved);
+            s.score_adjustment += e.intrinsic_coef * tips::novelty(g.retrieved);
             if mode == Mode::OffPolicy && !g.block.is_empty() {
                 let Some(free) = tips::without_block(&s.prompt, &g.block) else {
                     return Err(TrainError::Policy(format!(
