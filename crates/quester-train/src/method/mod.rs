@@ -2,7 +2,7 @@
 //! opponents, sampling), how rewards are shaped and advantages computed, what context a response
 //! is trained under, and what state it keeps across steps (saved in every checkpoint). The
 //! trainer and the rollout engine are shared; a method is one module here, one row in
-//! [`registry::METHODS`] and, where it has knobs of its own, one config table (`[mage]`) that
+//! [`METHODS`] and, where it has knobs of its own, one config table (`[mage]`) that
 //! its module defines ([`crate::config::MethodTable`]).
 //!
 //! | method | module | trials | advantages |
@@ -34,7 +34,20 @@ use crate::rollout::{EnvFactory, RolloutSpec, TrialRequest, TurnContext};
 use crate::sample::{Sample, Trial};
 use quester_algos::AdvantageConfig;
 
-pub use registry::{build, MethodSpec, METHODS};
+pub use registry::{build, MethodSpec};
+
+/// Every method `algorithm.method` may name: one row each, in the order their tables are
+/// written to config.resolved.toml.
+pub const METHODS: &[MethodSpec] = &[
+    lamer::SPEC,
+    baseline::GIGPO,
+    baseline::GRPO,
+    baseline::RLOO,
+    mage::SPEC,
+    herl::SPEC,
+    sge::SPEC,
+    empo2::SPEC,
+];
 
 /// What makes one method differ from another. A method states how its trials are played
 /// (`train_spec`, `eval_spec`); every other function has a default (the shared task draw and

@@ -1,11 +1,12 @@
 //! The methods `algorithm.method` may name, one row each, and the parts of a config that depend
 //! on the method: its derived defaults, its own table, its rules. The config core
 //! (`crate::config`) names no method; parsing and validating a whole config happen here, above
-//! both, so a new method is one module, one row in [`METHODS`], one config table and one doc.
+//! both, so a new method is one module, one row in [`METHODS`] (beside its `mod` line in
+//! `method/mod.rs`), one config table and one doc.
 
 use quester_algos::Estimator;
 
-use super::{baseline, empo2, herl, lamer, mage, opponents, sge, Common, TrainingMethod};
+use super::{lamer, opponents, Common, TrainingMethod, METHODS};
 use crate::config::method_tables::{resolve, MethodTable, MethodTables};
 use crate::config::{migrate, TrainConfig};
 use crate::error::TrainError;
@@ -56,18 +57,6 @@ pub fn no_defaults(_: &mut toml::Table) {}
 pub fn no_rules(_: &TrainConfig) -> Result<(), TrainError> {
     Ok(())
 }
-
-/// Every method, in the order their tables are written to config.resolved.toml.
-pub const METHODS: &[MethodSpec] = &[
-    lamer::SPEC,
-    baseline::GIGPO,
-    baseline::GRPO,
-    baseline::RLOO,
-    mage::SPEC,
-    herl::SPEC,
-    sge::SPEC,
-    empo2::SPEC,
-];
 
 /// The method a config names.
 pub fn spec(name: &str) -> Result<&'static MethodSpec, TrainError> {
