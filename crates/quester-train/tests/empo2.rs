@@ -415,9 +415,7 @@ fn tip_modes_need_a_task_pool() {
     let level = level_file(tmp.path());
     let mut cfg = config("empo2", 1, &level, 1);
     cfg.env.train_pool = 0;
-    let err = cfg.validate()
-        .unwrap_err()
-        .to_string();
+    let err = cfg.validate().unwrap_err().to_string();
     assert!(err.contains("env.train_pool"), "{err}");
     cfg.methods
         .edit(|t: &mut Empo2Config| {
@@ -431,9 +429,7 @@ fn tip_modes_need_a_task_pool() {
             t.with_tips_below = 1.5;
         })
         .unwrap();
-    let err = cfg.validate()
-        .unwrap_err()
-        .to_string();
+    let err = cfg.validate().unwrap_err().to_string();
     assert!(err.contains("empo2.with_tips_below"), "{err}");
     let bad = "[algorithm]\nmethod = \"empo2\"\n[empo2]\ntop_kk = 3\n";
     let err = TrainConfig::from_table(bad.parse().unwrap())
