@@ -58,6 +58,9 @@ const MAX_STEPS: usize = 60;
 /// Longest value shown in a failure message (hostile inputs are megabytes).
 const SHOWN: usize = 300;
 
+/// A step and the anchor after it.
+type Played = (Step, String);
+
 /// The env and check a failure is reported under.
 #[derive(Clone, Copy)]
 struct Ctx {
@@ -131,11 +134,7 @@ impl Ctx {
     }
 
     /// Plays the script from the current state; returns the responses and the steps.
-    fn play(
-        self,
-        env: &mut dyn Env,
-        salt: u64,
-    ) -> Result<(Vec<String>, Vec<(Step, String)>), CheckError> {
+    fn play(self, env: &mut dyn Env, salt: u64) -> Result<(Vec<String>, Vec<Played>), CheckError> {
         let mut responses = Vec::new();
         let mut steps = Vec::new();
         for turn in 0..MAX_STEPS {
@@ -150,11 +149,7 @@ impl Ctx {
         Ok((responses, steps))
     }
 
-    fn replay(
-        self,
-        env: &mut dyn Env,
-        responses: &[String],
-    ) -> Result<Vec<(Step, String)>, CheckError> {
+    fn replay(self, env: &mut dyn Env, responses: &[String]) -> Result<Vec<Played>, CheckError> {
         responses
             .iter()
             .map(|r| Ok((self.step(env, r)?, env.anchor())))
