@@ -1,7 +1,7 @@
 //! `quester play ENV`: an environment in the terminal, one typed action per turn.
 
 use anyhow::Context;
-use quester_envs::{make_env, Env, FREE_TEXT_ENVS, WHOLE_RESPONSE_ENVS};
+use quester_envs::{make_env, AnswerFormat, Env};
 use std::io::{BufRead, Write};
 
 #[derive(clap::Args)]
@@ -34,11 +34,16 @@ pub fn as_response(line: &str) -> String {
     }
 }
 
+/// How env `name` reads an answer (an unknown name: one line in an action tag).
+fn answer_format(name: &str) -> AnswerFormat {
+    quester_envs::spec(name).map_or(AnswerFormat::ActionLine, |s| s.answer)
+}
+
 /// A typed multi-line answer as a model response: unchanged for envs that score the whole
 /// response, else wrapped in one action tag unless it already has one (code keeps its lines and
 /// indentation).
 pub fn as_free_text_response(env: &str, answer: &str) -> String {
-    if WHOLE_RESPONSE_ENVS.contains(&env) || answer.to_ascii_lowercase().contains("<action>") {
+    if !answer_format(env).uses_action_tag() || answer.to_ascii_lowercase().contains("<action>") {
         answer.to_string()
     } else {
         format!("<action>\n{answer}\n</action>")
@@ -52,7 +57,7 @@ pub fn run(args: PlayArgs) -> anyhow::Result<()> {
     let mut env = build_env(&args.env, &args.overrides)?;
     // Free-text envs score the whole response: typed lines are collected, unwrapped, until a
     // line holding only "." (answers need new lines: paragraphs, bullets, a title line).
-    let free_text = FREE_TEXT_ENVS.contains(&env.name());
+    let free_text = answer_format(env.name()).is_free_text();
     let mut answer: Vec<String> = Vec::new();
     let mut seed = args.seed;
     let stdin = std::io::stdin();
@@ -178,4 +183,23 @@ fn show_observation(out: &mut impl Write, env: &dyn Env, obs: &str) -> anyhow::R
     write!(out, "> ")?;
     out.flush()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn free_text_answers_follow_the_env_spec() {
+        // Instruction following scores the whole response: no tag added.
+        assert_eq!(as_free_text_response("instruction", "a\nb"), "a\nb");
+        // Coding reads its code from the tag.
+        assert_eq!(
+            as_free_text_response("coding", "def f():\n    return 1"),
+            "<action>\ndef f():\n    return 1\n</action>"
+        );
+        assert!(answer_format("coding").is_free_text());
+        assert!(!answer_format("sokoban").is_free_text());
+        assert!(!answer_format("nope").is_free_text());
+    }
 }

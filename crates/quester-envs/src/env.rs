@@ -57,6 +57,14 @@ pub enum EnvError {
     Other(String),
 }
 
+/// Converts a config error into an env error naming the env.
+pub fn config_error(env: &str, e: quester_config::ConfigError) -> EnvError {
+    EnvError::Config {
+        env: env.to_string(),
+        message: e.to_string(),
+    }
+}
+
 /// A text environment.
 ///
 /// Contract:

@@ -1,66 +1,94 @@
-//! Building environments by name from TOML config tables.
+//! The registered environments: one row per env, and lookups by name.
 
 use crate::env::{Env, EnvError};
+use crate::spec::EnvSpec;
 
-/// Every environment name the registry knows.
-pub const ENV_NAMES: &[&str] = &[
-    "sokoban",
-    "minesweeper",
-    "webshop",
-    "tictactoe",
-    "kuhn",
-    "bandit",
-    "instruction",
-    "coding",
-    "scienceworld",
+/// Every registered env, in the order error messages list them.
+static SPECS: [&EnvSpec; 9] = [
+    &crate::sokoban::SPEC,
+    &crate::minesweeper::SPEC,
+    &crate::webshop::SPEC,
+    &crate::tictactoe::SPEC,
+    &crate::kuhn::SPEC,
+    &crate::bandit::SPEC,
+    &crate::instruction::SPEC,
+    &crate::coding::SPEC,
+    &crate::scienceworld::SPEC,
 ];
 
-/// Envs whose answers are free text over several lines (a human front end collects typed lines
-/// as one answer). Those in [`WHOLE_RESPONSE_ENVS`] score the whole response; the others read it
-/// from an `<action>` tag, which the front end adds around typed text that has none.
-pub const FREE_TEXT_ENVS: &[&str] = &["instruction", "coding"];
+/// Every registered env's spec.
+pub fn specs() -> &'static [&'static EnvSpec] {
+    &SPECS
+}
 
-/// Envs whose answer is the whole response, with no `<action>` tag: a front end passes typed
-/// text through unchanged.
-pub const WHOLE_RESPONSE_ENVS: &[&str] = &["instruction"];
+/// Every registered env's name.
+pub fn env_names() -> impl Iterator<Item = &'static str> {
+    SPECS.iter().map(|s| s.name)
+}
+
+/// The spec of env `name`; an unknown name lists the registered ones.
+pub fn spec(name: &str) -> Result<&'static EnvSpec, EnvError> {
+    SPECS
+        .iter()
+        .copied()
+        .find(|s| s.name == name)
+        .ok_or_else(|| EnvError::UnknownEnv {
+            name: name.to_string(),
+            available: env_names().collect::<Vec<_>>().join(", "),
+        })
+}
 
 /// Builds the environment `name` from a config table (keys of that env's config struct; unknown
 /// keys are an error that lists the valid ones).
 pub fn make_env(name: &str, config: toml::Table) -> Result<Box<dyn Env>, EnvError> {
-    match name {
-        "sokoban" => Ok(Box::new(crate::sokoban::Sokoban::new(
-            quester_config::from_table(config).map_err(|e| config_error(name, e))?,
-        )?)),
-        "minesweeper" => Ok(Box::new(crate::minesweeper::MineSweeperEnv::from_table(
-            config,
-        )?)),
-        "tictactoe" => Ok(Box::new(crate::tictactoe::TicTacToeEnv::from_table(
-            config,
-        )?)),
-        "kuhn" => Ok(Box::new(crate::kuhn::KuhnEnv::from_table(config)?)),
-        "bandit" => Ok(Box::new(crate::bandit::BanditEnv::from_table(config)?)),
-        "instruction" => Ok(Box::new(crate::instruction::InstructionEnv::from_table(
-            config,
-        )?)),
-        "coding" => Ok(Box::new(crate::coding::CodingEnv::from_table(config)?)),
-        "scienceworld" => Ok(Box::new(crate::scienceworld::ScienceWorldEnv::from_table(
-            config,
-        )?)),
-        "webshop" => {
-            let cfg = quester_config::from_table(config).map_err(|e| config_error(name, e))?;
-            Ok(Box::new(crate::webshop::WebShopEnv::new(cfg)?))
-        }
-        _ => Err(EnvError::UnknownEnv {
-            name: name.to_string(),
-            available: ENV_NAMES.join(", "),
-        }),
-    }
+    (spec(name)?.make)(config)
 }
 
-/// Converts a config error into an env error naming the env.
-pub fn config_error(env: &str, e: quester_config::ConfigError) -> EnvError {
-    EnvError::Config {
-        env: env.to_string(),
-        message: e.to_string(),
+/// The built-in prompt template `name` of any env (e.g. `sokoban_terse_play`).
+pub fn prompt(name: &str) -> Option<&'static str> {
+    SPECS.iter().find_map(|s| s.prompt(name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn names_and_prompt_names_are_unique_and_prompts_carry_their_env_name() {
+        let names: HashSet<_> = env_names().collect();
+        assert_eq!(names.len(), SPECS.len());
+        let mut prompts = HashSet::new();
+        for s in specs() {
+            for (name, text) in s.prompts {
+                assert!(prompts.insert(*name), "{name} twice");
+                assert!(name.starts_with(&format!("{}_", s.name)), "{name}");
+                assert!(!text.trim().is_empty(), "{name} is empty");
+            }
+        }
+    }
+
+    #[test]
+    fn every_spec_builds_an_env_of_its_name() {
+        // ScienceWorld starts Java when built; tests/it/scienceworld.rs covers it.
+        for s in specs().iter().filter(|s| s.name != "scienceworld") {
+            let env = (s.make)(toml::Table::new()).unwrap_or_else(|e| panic!("{}: {e}", s.name));
+            assert_eq!(env.name(), s.name);
+        }
+    }
+
+    #[test]
+    fn an_unknown_name_lists_the_registered_ones() {
+        let e = spec("nope").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "unknown environment `nope`; available: sokoban, minesweeper, webshop, tictactoe, \
+             kuhn, bandit, instruction, coding, scienceworld"
+        );
+        assert_eq!(
+            prompt("kuhn_terse_play"),
+            crate::kuhn::SPEC.prompt("kuhn_terse_play")
+        );
+        assert_eq!(prompt("default_play"), None);
     }
 }

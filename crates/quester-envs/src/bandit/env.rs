@@ -2,8 +2,7 @@
 
 use super::config::BanditConfig;
 use crate::action::extract_action;
-use crate::env::{Env, EnvError, Info, Step};
-use crate::registry::config_error;
+use crate::env::{config_error, Env, EnvError, Info, Step};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

@@ -3,6 +3,8 @@
 
 mod config;
 mod env;
+mod spec;
 
 pub use config::BanditConfig;
 pub use env::{parse_bandit_action, BanditAction, BanditEnv};
+pub use spec::SPEC;

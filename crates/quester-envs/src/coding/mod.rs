@@ -6,6 +6,7 @@
 mod config;
 mod env;
 mod problems;
+mod spec;
 mod submission;
 
 pub use config::{CodingConfig, CodingPlan, CodingSplit, RewardMode};
@@ -14,4 +15,5 @@ pub use problems::{
     humaneval_problems, is_test_problem, parse_problems, simple_problems, split_problems, Problem,
     HUMANEVAL, HUMANEVAL_LEN, SIMPLE_JSONL,
 };
+pub use spec::SPEC;
 pub use submission::{extract_code, strip_fence, NoCode};

@@ -2,8 +2,7 @@
 
 use super::config::InstructionConfig;
 use super::task::{rubric_report, InstructionTask, TaskGenerator};
-use crate::env::{Env, EnvError, Info, Step};
-use crate::registry::config_error;
+use crate::env::{config_error, Env, EnvError, Info, Step};
 use serde_json::{json, Value};
 
 /// Writing requests with verifiable constraints (see `docs/envs/instruction-following.md`).

@@ -10,6 +10,7 @@ mod families;
 mod phrasing;
 mod repetition;
 mod requests;
+mod spec;
 mod split;
 mod task;
 
@@ -18,5 +19,6 @@ pub use env::InstructionEnv;
 pub use families::{compatible, conflict_pairs, conflicts, Family};
 pub use repetition::is_degenerate_repetition;
 pub use requests::{Request, REQUESTS};
+pub use spec::SPEC;
 pub use split::{combination_key, fnv1a64, side_of, Split, TEST_PER_MILLE};
 pub use task::{rubric_report, InstructionTask, RubricItem, RubricReport, TaskGenerator};

@@ -5,6 +5,7 @@ mod config;
 mod env;
 mod game;
 mod opponents;
+mod spec;
 
 pub use cfr::{
     best_response_value, equilibrium, exploitability, game_value, solve_cfr_plus, KuhnStrategy,
@@ -16,3 +17,4 @@ pub use game::{
     contribution, decision_node, is_terminal, parse_action, payoff, Action, Card, NODES,
 };
 pub use opponents::KuhnBot;
+pub use spec::SPEC;

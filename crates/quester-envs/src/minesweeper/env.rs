@@ -4,8 +4,7 @@ use super::board::{Board, Reveal};
 use super::config::MineSweeperConfig;
 use super::generate::generate_board;
 use crate::action::{extract_action, parse_row_col};
-use crate::env::{Env, EnvError, Info, Step};
-use crate::registry::config_error;
+use crate::env::{config_error, Env, EnvError, Info, Step};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 

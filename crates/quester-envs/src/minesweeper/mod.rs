@@ -5,6 +5,7 @@ mod board;
 mod config;
 mod env;
 mod generate;
+mod spec;
 
 pub use board::{Board, Reveal};
 pub use config::MineSweeperConfig;
@@ -12,3 +13,4 @@ pub use env::{
     MineSweeperEnv, REWARD_CASCADE, REWARD_MINE, REWARD_ONE_CELL, REWARD_UNCHANGED, REWARD_WIN,
 };
 pub use generate::{generate_board, MAX_GENERATION_DRAWS};
+pub use spec::SPEC;

@@ -9,6 +9,7 @@ mod env;
 mod pool;
 pub mod py4j;
 pub mod server;
+mod spec;
 mod tasks;
 
 pub use config::{ScienceWorldConfig, ScienceWorldPlan};
@@ -18,4 +19,5 @@ pub use env::{
 };
 pub use pool::{drain_pool, idle_server_pids, DEFAULT_POOL_IDLE_MAX};
 pub use server::{Server, ServerError, ServerKey, ServerOptions, JAR};
+pub use spec::SPEC;
 pub use tasks::{is_electrical, task_name, ACTION_TEMPLATES, SIMPLIFICATIONS, TASKS};

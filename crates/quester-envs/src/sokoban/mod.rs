@@ -11,9 +11,11 @@ pub mod env;
 pub mod generate;
 pub mod grid;
 pub mod solver;
+mod spec;
 
 pub use config::SokobanConfig;
 pub use env::Sokoban;
 pub use generate::{generate, Generated};
 pub use grid::{parse_level, Dir, MoveOutcome, Room};
 pub use solver::{solution_len, solve, solve_with_limit, SolveError};
+pub use spec::SPEC;

@@ -5,8 +5,7 @@ use super::config::TicTacToeConfig;
 use super::mcts::Mcts;
 use super::opponents::Opponent;
 use crate::action::{extract_action, parse_row_col};
-use crate::env::{Env, EnvError, Info, Step};
-use crate::registry::config_error;
+use crate::env::{config_error, Env, EnvError, Info, Step};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 

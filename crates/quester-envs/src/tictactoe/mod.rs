@@ -6,9 +6,11 @@ mod config;
 mod env;
 mod mcts;
 mod opponents;
+mod spec;
 
 pub use board::{Board, Mark, Outcome, LINES};
 pub use config::{AgentFirst, TicTacToeConfig};
 pub use env::{TicTacToeEnv, REWARD_DRAW, REWARD_LOSS, REWARD_WIN};
 pub use mcts::Mcts;
 pub use opponents::{Opponent, OpponentKind, PREFERRED_ORDERS};
+pub use spec::SPEC;

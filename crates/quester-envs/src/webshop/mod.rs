@@ -17,6 +17,7 @@ pub mod pages;
 pub mod porter;
 pub mod pyrandom;
 pub mod reward;
+mod spec;
 pub mod text;
 
 pub use catalogue::{Catalogue, Product};
@@ -24,3 +25,4 @@ pub use config::{RewardMode, Split, WebShopConfig};
 pub use env::WebShopEnv;
 pub use goals::Goal;
 pub use reward::RewardParts;
+pub use spec::SPEC;

@@ -220,8 +220,8 @@ impl TrainConfig {
         Ok(())
     }
 
-    /// Evaluation tasks must be held out: seeds disjoint from every training seed, and WebShop
-    /// goals or instruction-following constraint combinations from another split.
+    /// Evaluation tasks must be held out: seeds disjoint from every training seed, and the env's
+    /// own rule (its spec's: e.g. WebShop goals from another split).
     pub(crate) fn validate_held_out(&self) -> Result<(), TrainError> {
         let train_lo = self.env.train_seed_base;
         let draws = (self.training.steps as u64).saturating_mul(self.rollout.tasks_per_step as u64);
@@ -237,46 +237,10 @@ impl TrainConfig {
                  seeds {train_lo}..{train_hi}; evaluation must use held-out tasks"
             )));
         }
-        // An env's `split` setting in a settings table (None: the env's default).
-        let split = |t: &toml::Table| {
-            t.get("split")
-                .and_then(toml::Value::as_str)
-                .map(str::to_string)
-        };
-        if self.env.name == "instruction" {
-            let train = split(&self.env.settings).unwrap_or_else(|| "train".into());
-            let eval = split(&self.eval.env_settings).unwrap_or_else(|| train.clone());
-            if train != "train" || eval != "test" {
-                return Err(TrainError::Config(format!(
-                    "eval.env_settings.split: the instruction env trains on split \"{train}\" and \
-                     evaluates on \"{eval}\"; held-out evaluation needs env.settings.split = \
-                     \"train\" and eval.env_settings.split = \"test\" (constraint combinations \
-                     never trained on)"
-                )));
-            }
-        }
-        if self.env.name == "coding" {
-            let train = split(&self.env.settings).unwrap_or_else(|| "train".into());
-            let eval = split(&self.eval.env_settings).unwrap_or_else(|| train.clone());
-            if train != "train" || eval == "train" {
-                return Err(TrainError::Config(format!(
-                    "eval.env_settings.split: the coding env trains on split \"{train}\" and \
-                     evaluates on \"{eval}\"; held-out evaluation needs env.settings.split = \
-                     \"train\" and eval.env_settings.split = \"test\" or \"humaneval\""
-                )));
-            }
-        }
-        if self.env.name == "webshop" {
-            let has_goal = |t: &toml::Table| t.contains_key("goal");
-            let train = split(&self.env.settings).unwrap_or_else(|| "train".into());
-            let eval = split(&self.eval.env_settings).unwrap_or_else(|| train.clone());
-            if !has_goal(&self.eval.env_settings) && (eval == train || eval == "all") {
-                return Err(TrainError::Config(format!(
-                    "eval.env_settings.split: WebShop evaluation draws from split \"{eval}\", \
-                     which holds training goals (training: \"{train}\"); set \
-                     eval.env_settings.split = \"test\" (goals[0:500])"
-                )));
-            }
+        // Beyond seeds, the env's own rule (its spec; an unknown env fails when built).
+        if let Ok(spec) = quester_envs::spec(&self.env.name) {
+            spec.check_held_out(&self.env.settings, &self.eval.env_settings)
+                .map_err(|e| TrainError::Config(e.to_string()))?;
         }
         Ok(())
     }

@@ -118,7 +118,7 @@ impl EnvSection {
 #[serde(deny_unknown_fields, default)]
 pub struct PromptSection {
     /// Play prompt template overriding the env's built-in one (empty = built-in): a file path,
-    /// or a built-in name such as `sokoban_terse_play` (configs/prompts/sokoban_terse_play.txt,
+    /// or a built-in name such as `sokoban_terse_play` (sokoban's spec in quester-envs,
     /// embedded).
     pub play_template: String,
     /// Reflection prompt template, likewise (e.g. `sokoban_terse_reflect`).

@@ -46,33 +46,11 @@ impl Default for OpponentsConfig {
     }
 }
 
-/// Environments with opponents, with the setting that puts the agent in the second seat.
-const SEAT_SETTINGS: &[(&str, &str, SeatValue)] = &[
-    ("kuhn", "agent_position", SeatValue::Text("first", "second")),
-    ("tictactoe", "agent_first", SeatValue::Bool),
-];
-
-#[derive(Debug, Clone, Copy)]
-enum SeatValue {
-    /// (first, second) names.
-    Text(&'static str, &'static str),
-    /// `true` = the agent moves first.
-    Bool,
-}
-
+/// The setting that seats the agent first or second in `env` (its spec's seats); None for an env
+/// without opponents.
 fn seat_setting(env: &str, second: bool) -> Option<(&'static str, toml::Value)> {
-    SEAT_SETTINGS
-        .iter()
-        .find(|(name, _, _)| *name == env)
-        .map(|(_, key, v)| {
-            let value = match v {
-                SeatValue::Text(first, sec) => {
-                    toml::Value::String(if second { *sec } else { *first }.to_string())
-                }
-                SeatValue::Bool => toml::Value::Boolean(!second),
-            };
-            (*key, value)
-        })
+    let seats = quester_envs::spec(env).ok()?.seats?;
+    Some(seats.setting(second))
 }
 
 /// The opponent of each of `groups` task groups: contiguous blocks whose sizes are the shares
@@ -166,9 +144,14 @@ pub fn validate(cfg: &TrainConfig) -> Result<(), TrainError> {
     Ok(())
 }
 
-/// The names of the environments with opponents.
+/// The names of the environments with opponents, sorted.
 pub fn env_names() -> String {
-    let names: Vec<&str> = SEAT_SETTINGS.iter().map(|(n, _, _)| *n).collect();
+    let mut names: Vec<&str> = quester_envs::specs()
+        .iter()
+        .filter(|s| s.seats.is_some())
+        .map(|s| s.name)
+        .collect();
+    names.sort_unstable();
     names.join(", ")
 }
 
@@ -235,6 +218,25 @@ mod tests {
         assert_eq!(b.iter().filter(|&&x| x == 0).count(), 7);
         assert_eq!(b.iter().filter(|&&x| x == 7).count(), 3);
         assert_eq!(b.len(), 16);
+    }
+
+    #[test]
+    fn seats_come_from_the_env_specs() {
+        assert_eq!(env_names(), "kuhn, tictactoe");
+        assert_eq!(
+            seat_setting("kuhn", true),
+            Some(("agent_position", "second".into()))
+        );
+        assert_eq!(
+            seat_setting("kuhn", false),
+            Some(("agent_position", "first".into()))
+        );
+        assert_eq!(
+            seat_setting("tictactoe", true),
+            Some(("agent_first", false.into()))
+        );
+        assert_eq!(seat_setting("sokoban", true), None);
+        assert_eq!(seat_setting("nope", true), None);
     }
 
     #[test]

@@ -1,83 +1,23 @@
-//! Prompt templates: built-in defaults from configs/prompts/ (embedded at compile time),
-//! overridable by a file path in the config, and a one-pass `{placeholder}` renderer.
+//! Prompt templates: built-in defaults (the trainer's and the SGE method's in this folder, each
+//! env's in its spec in quester-envs; embedded at compile time), overridable by a file path or a
+//! built-in name in the config, and a one-pass `{placeholder}` renderer.
 
 use std::path::Path;
 
 use crate::error::TrainError;
 
+/// The trainer's own templates (any env) and the SGE method's response formats.
 const EMBEDDED: &[(&str, &str)] = &[
-    (
-        "default_play",
-        include_str!("../../../configs/prompts/default_play.txt"),
-    ),
-    (
-        "default_reflect",
-        include_str!("../../../configs/prompts/default_reflect.txt"),
-    ),
-    (
-        "bandit_play",
-        include_str!("../../../configs/prompts/bandit_play.txt"),
-    ),
-    (
-        "bandit_reflect",
-        include_str!("../../../configs/prompts/bandit_reflect.txt"),
-    ),
-    (
-        "scienceworld_terse_play",
-        include_str!("../../../configs/prompts/scienceworld_terse_play.txt"),
-    ),
-    (
-        "sokoban_terse_play",
-        include_str!("../../../configs/prompts/sokoban_terse_play.txt"),
-    ),
-    (
-        "sokoban_terse_reflect",
-        include_str!("../../../configs/prompts/sokoban_terse_reflect.txt"),
-    ),
-    (
-        "kuhn_terse_play",
-        include_str!("../../../configs/prompts/kuhn_terse_play.txt"),
-    ),
-    (
-        "kuhn_terse_reflect",
-        include_str!("../../../configs/prompts/kuhn_terse_reflect.txt"),
-    ),
-    (
-        "tictactoe_terse_play",
-        include_str!("../../../configs/prompts/tictactoe_terse_play.txt"),
-    ),
-    (
-        "tictactoe_terse_reflect",
-        include_str!("../../../configs/prompts/tictactoe_terse_reflect.txt"),
-    ),
-    (
-        "instruction_play",
-        include_str!("../../../configs/prompts/instruction_play.txt"),
-    ),
-    (
-        "sge_play",
-        include_str!("../../../configs/prompts/sge_play.txt"),
-    ),
-    (
-        "sge_terse_play",
-        include_str!("../../../configs/prompts/sge_terse_play.txt"),
-    ),
-    (
-        "sge_coding_play",
-        include_str!("../../../configs/prompts/sge_coding_play.txt"),
-    ),
+    ("default_play", include_str!("default_play.txt")),
+    ("default_reflect", include_str!("default_reflect.txt")),
+    ("sge_play", include_str!("sge_play.txt")),
+    ("sge_terse_play", include_str!("sge_terse_play.txt")),
+    ("sge_coding_play", include_str!("sge_coding_play.txt")),
     (
         "sge_minesweeper_play",
-        include_str!("../../../configs/prompts/sge_minesweeper_play.txt"),
+        include_str!("sge_minesweeper_play.txt"),
     ),
-    (
-        "sge_sokoban_play",
-        include_str!("../../../configs/prompts/sge_sokoban_play.txt"),
-    ),
-    (
-        "coding_play",
-        include_str!("../../../configs/prompts/coding_play.txt"),
-    ),
+    ("sge_sokoban_play", include_str!("sge_sokoban_play.txt")),
 ];
 
 /// The play and reflection templates of one environment.
@@ -92,15 +32,22 @@ pub struct PromptTemplates {
     pub reflect_prefix: String,
 }
 
+/// The built-in template `name`: the trainer's, else any env's (e.g. `sokoban_terse_play`).
 fn embedded(name: &str) -> Option<&'static str> {
-    EMBEDDED.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
+    EMBEDDED
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, t)| *t)
+        .or_else(|| quester_envs::prompt(name))
 }
 
 impl PromptTemplates {
-    /// The built-in templates of `env` (its own when present, else the defaults).
+    /// The built-in templates of `env`: its spec's `<env>_play` / `<env>_reflect` when present,
+    /// else the defaults.
     pub fn builtin(env: &str) -> Self {
+        let spec = quester_envs::spec(env).ok();
         let pick = |kind: &str| {
-            embedded(&format!("{env}_{kind}"))
+            spec.and_then(|s| s.prompt(&format!("{env}_{kind}")))
                 .or_else(|| embedded(&format!("default_{kind}")))
                 .unwrap_or_default()
                 .to_string()
@@ -114,8 +61,8 @@ impl PromptTemplates {
     }
 
     /// Built-in templates with optional overrides (empty = built-in): a file path, or the name
-    /// of a built-in template (a file stem of configs/prompts/, e.g. `sokoban_terse_play`) when no such
-    /// file exists.
+    /// of a built-in template (`default_play`, `sge_play`, an env's such as
+    /// `sokoban_terse_play`) when no such file exists.
     pub fn load(env: &str, play_path: &str, reflect_path: &str) -> Result<Self, TrainError> {
         let mut t = Self::builtin(env);
         let read = |p: &str| match (Path::new(p).exists(), embedded(p)) {
@@ -198,6 +145,45 @@ mod tests {
         let t = PromptTemplates::load("sokoban", "sokoban_terse_play", "sokoban_terse_reflect")
             .unwrap();
         assert!(t.play.starts_with("Sokoban.") && t.reflect.contains("<remark>"));
+    }
+
+    #[test]
+    fn every_builtin_name_resolves() {
+        for name in [
+            "default_play",
+            "default_reflect",
+            "bandit_play",
+            "bandit_reflect",
+            "scienceworld_terse_play",
+            "sokoban_terse_play",
+            "sokoban_terse_reflect",
+            "kuhn_terse_play",
+            "kuhn_terse_reflect",
+            "tictactoe_terse_play",
+            "tictactoe_terse_reflect",
+            "instruction_play",
+            "sge_play",
+            "sge_terse_play",
+            "sge_coding_play",
+            "sge_minesweeper_play",
+            "sge_sokoban_play",
+            "coding_play",
+        ] {
+            assert!(embedded(name).is_some_and(|t| !t.is_empty()), "{name}");
+        }
+        // An env's own `<env>_play` is its default; others fall back to `default_*`.
+        assert_eq!(
+            PromptTemplates::builtin("coding").play,
+            embedded("coding_play").unwrap()
+        );
+        assert_eq!(
+            PromptTemplates::builtin("coding").reflect,
+            embedded("default_reflect").unwrap()
+        );
+        assert_eq!(
+            PromptTemplates::builtin("nope").play,
+            embedded("default_play").unwrap()
+        );
     }
 
     #[test]

@@ -10,6 +10,8 @@ use quester_envs::{make_env, EnvError};
 use quester_ifeval::{Instruction, Relation};
 use std::collections::BTreeSet;
 
+use crate::common::table;
+
 const SEEDS: u64 = 4000;
 
 fn generator(config: InstructionConfig) -> TaskGenerator {
@@ -28,10 +30,6 @@ fn families_of(task: &InstructionTask) -> Vec<Family> {
         .iter()
         .map(|id| Family::parse(id).expect("a known id"))
         .collect()
-}
-
-fn table(text: &str) -> toml::Table {
-    text.parse().unwrap()
 }
 
 fn config_error(text: &str) -> String {

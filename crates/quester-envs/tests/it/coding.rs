@@ -437,6 +437,6 @@ fn the_registry_builds_it_and_a_step_before_reset_is_invalid() {
     let s = env.step(&submit("def f():\n    return 1\n"));
     assert!(!s.valid);
     assert!(matches!(env.restart(), Err(EnvError::NotReset { .. })));
-    assert!(quester_envs::FREE_TEXT_ENVS.contains(&"coding"));
-    assert!(!quester_envs::WHOLE_RESPONSE_ENVS.contains(&"coding"));
+    let answer = quester_envs::spec("coding").unwrap().answer;
+    assert!(answer.is_free_text() && answer.uses_action_tag());
 }

@@ -3,13 +3,14 @@
 //! a killed Java process is restarted and the episode replayed (or the failure reported), a
 //! dropped env's Java process waits in the pool and serves the next env without leaking state
 //! (a dead one is never handed out), and no Java process outlives its env with pooling off or
-//! the pool drained. Also the env contract checks of `tests/contract.rs`
+//! the pool drained. Also the env contract checks of `tests/it/contract.rs`
 //! (which leaves this env out: one Java start per env there would take minutes) on a few
 //! shared envs.
 //!
 //! The tests share a lock: each checks that no Java child of this process is left (after
 //! draining the pool), which only holds while the others are not running.
 
+use crate::common::wrap;
 use quester_envs::scienceworld::{
     drain_pool, idle_server_pids, same_up_to_order, ScienceWorldConfig, ScienceWorldEnv,
 };
@@ -24,10 +25,6 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     let g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     drain_pool();
     g
-}
-
-fn wrap(a: &str) -> String {
-    format!("<action>{a}</action>")
 }
 
 fn env_with(config: ScienceWorldConfig) -> ScienceWorldEnv {
