@@ -11,6 +11,7 @@ pub mod error;
 pub mod instruct_eval;
 pub mod memory;
 pub mod method;
+pub mod opponents;
 pub mod policy;
 pub mod prompts;
 pub mod rng;

@@ -38,7 +38,7 @@ pub struct TrainConfig {
     pub eval: EvalSection,
     pub output: OutputSection,
     /// Opponents inside the env for any method (empty pool: the env's own opponent).
-    pub opponents: crate::method::opponents::OpponentsConfig,
+    pub opponents: OpponentsConfig,
     /// The methods' own tables (`[mage]`, `[sge]`, ...), each read only by its method; resolved
     /// by the registry, so not deserialised with the core sections.
     #[serde(skip)]

@@ -1,5 +1,6 @@
 //! The sections of the training configuration (`[model]`, `[env]`, `[prompt]`, `[algorithm]`,
-//! `[rollout]`, `[training]`, `[eval]`, `[output]`), each a serde struct with its defaults.
+//! `[rollout]`, `[training]`, `[eval]`, `[output]`, `[opponents]`), each a serde struct with its
+//! defaults.
 
 use serde::{Deserialize, Serialize};
 
@@ -374,6 +375,35 @@ impl Default for OutputSection {
         Self {
             trajectories_per_step: 2,
             progress: true,
+        }
+    }
+}
+
+/// One pool entry: an opponent of the env (its `opponent` setting) and its share of the task
+/// groups.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PoolEntry {
+    pub opponent: String,
+    pub share: f64,
+}
+
+/// `[opponents]`: the training pool (empty: the env's own `opponent` setting for every trial).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OpponentsConfig {
+    /// Share of all trials of a step in which the agent plays second.
+    pub second_player_ratio: f64,
+    /// The pool, assigned to task groups in contiguous blocks. Last, because it is an array of
+    /// tables.
+    pub pool: Vec<PoolEntry>,
+}
+
+impl Default for OpponentsConfig {
+    fn default() -> Self {
+        Self {
+            second_player_ratio: 0.5,
+            pool: Vec::new(),
         }
     }
 }

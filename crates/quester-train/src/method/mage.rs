@@ -1,7 +1,7 @@
 //! MAGE: LaMer's trials against opponents that step inside the environment (docs/mage.md).
 //!
 //! - Opponents: the `[opponents]` pool (required), one opponent per task group, seats drawn
-//!   over all trials (see [`super::opponents`]).
+//!   over all trials (see [`crate::opponents`]).
 //! - Rewards become differential attempt rewards (d_1 = C_1, d_k = C_k - C_{k-1} on the last
 //!   step of attempt k); returns use step_gamma inside attempts and traj_gamma across them.
 //! - A length penalty `coef * clip((L - Lmax/2) / (Lmax/2), 0, 1)` enters the episode term only.
@@ -73,7 +73,7 @@ pub fn validate(cfg: &TrainConfig) -> Result<(), TrainError> {
         return Err(TrainError::Config(format!(
             "opponents.pool: method \"mage\" trains against a pool of opponents; give at least \
              one [[opponents.pool]] entry (opponent, share) of an environment with opponents ({})",
-            super::opponents::env_names()
+            crate::opponents::env_names()
         )));
     }
     if !cfg.algorithm.advantage.differential_rewards {

@@ -19,7 +19,6 @@ pub mod empo2;
 pub mod herl;
 pub mod lamer;
 pub mod mage;
-pub mod opponents;
 pub mod registry;
 pub mod sge;
 
@@ -188,7 +187,7 @@ impl Common {
                 ));
             }
         }
-        opponents::assign(&self.cfg, step, &mut out);
+        crate::opponents::assign(&self.cfg, step, &mut out);
         out
     }
 

@@ -6,7 +6,7 @@
 
 use quester_algos::Estimator;
 
-use super::{lamer, opponents, Common, TrainingMethod, METHODS};
+use super::{lamer, Common, TrainingMethod, METHODS};
 use crate::config::method_tables::{resolve, MethodTable, MethodTables};
 use crate::config::{migrate, TrainConfig};
 use crate::error::TrainError;
@@ -167,7 +167,7 @@ impl TrainConfig {
     /// split and the method's own rules; the error names the key.
     pub fn validate(&self) -> Result<(), TrainError> {
         self.validate_core()?;
-        opponents::validate(self)?;
+        crate::opponents::validate(self)?;
         (spec(&self.algorithm.method)?.validate)(self)?;
         self.validate_held_out()
     }

@@ -10,41 +10,11 @@
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use serde::{Deserialize, Serialize};
 
-use crate::config::TrainConfig;
+use crate::config::{PoolEntry, TrainConfig};
 use crate::error::TrainError;
 use crate::rng::{derive, purpose};
 use crate::rollout::TrialRequest;
-
-/// One pool entry: an opponent of the env (its `opponent` setting) and its share of the task
-/// groups.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PoolEntry {
-    pub opponent: String,
-    pub share: f64,
-}
-
-/// `[opponents]`: the training pool (empty: the env's own `opponent` setting for every trial).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct OpponentsConfig {
-    /// Share of all trials of a step in which the agent plays second.
-    pub second_player_ratio: f64,
-    /// The pool, assigned to task groups in contiguous blocks. Last, because it is an array of
-    /// tables.
-    pub pool: Vec<PoolEntry>,
-}
-
-impl Default for OpponentsConfig {
-    fn default() -> Self {
-        Self {
-            second_player_ratio: 0.5,
-            pool: Vec::new(),
-        }
-    }
-}
 
 /// The setting that seats the agent first or second in `env` (its spec's seats); None for an env
 /// without opponents.
