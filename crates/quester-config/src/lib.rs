@@ -69,8 +69,9 @@ pub fn read_table_raw(path: &Path) -> Result<toml::Table, ConfigError> {
         })
 }
 
-/// [`read_table`] with the files being read so far (`chain`, canonical paths shown as given), so
-/// that a file reached again is a cycle instead of endless recursion.
+/// [`read_table`] given the files whose bases are being read (`chain`: each canonical, to
+/// compare, and as the user wrote it, for messages), so that a file reached again is a cycle
+/// instead of endless recursion.
 fn read_extending(
     path: &Path,
     chain: &mut Vec<(PathBuf, String)>,
@@ -96,8 +97,14 @@ fn read_extending(
         }
     };
     let base_path = path.parent().unwrap_or(Path::new("")).join(&base);
-    // A missing base is named with the file that refers to it, not only the path looked for.
-    if let Err(source) = std::fs::metadata(&base_path) {
+    // A missing base is named with the file that refers to it, not only the path looked for
+    // (also a folder, as `extends = ""` would name).
+    let missing = match std::fs::metadata(&base_path) {
+        Ok(m) if m.is_file() => None,
+        Ok(_) => Some(std::io::Error::other("not a file")),
+        Err(e) => Some(e),
+    };
+    if let Some(source) = missing {
         return Err(ConfigError::MissingBase {
             path: shown,
             base: base_path.display().to_string(),
@@ -364,7 +371,10 @@ mod tests {
 
     #[test]
     fn a_missing_base_names_the_file_and_the_path() {
-        let dir = folder(&[("p.toml", "extends = \"base/none.toml\"\n")]);
+        let dir = folder(&[
+            ("p.toml", "extends = \"base/none.toml\"\n"),
+            ("q.toml", "extends = \"\"\n"),
+        ]);
         let err = read_table(&dir.path().join("p.toml")).unwrap_err();
         let msg = err.to_string();
         assert!(matches!(err, ConfigError::MissingBase { .. }), "{msg}");
