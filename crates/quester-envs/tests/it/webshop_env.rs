@@ -435,7 +435,8 @@ fn config_presets_build_the_env() {
     for algo in ["lamer", "gigpo", "grpo"] {
         for kind in ["cpu", "paper"] {
             let path = format!("{dir}/{algo}_webshop_{kind}.toml");
-            let table: toml::Table = std::fs::read_to_string(&path).unwrap().parse().unwrap();
+            // Resolved as the trainer reads it: the presets extend configs/base/.
+            let table = quester_config::read_table(std::path::Path::new(&path)).unwrap();
             let env = table["env"].as_table().unwrap();
             let name = env["name"].as_str().unwrap();
             let config = env["settings"].as_table().unwrap().clone();
