@@ -8,7 +8,8 @@ pub mod api;
 pub mod behaviour;
 pub mod config;
 pub mod error;
-pub mod instruct_eval;
+pub mod export;
+pub mod locate;
 pub mod memory;
 pub mod method;
 pub mod policy;
@@ -20,11 +21,7 @@ pub mod sample;
 pub use config::TrainConfig;
 pub use error::TrainError;
 pub mod run_dir;
-pub mod scoring;
+pub(crate) mod scoring;
 pub mod trainer;
-
-pub mod openai;
-pub mod report;
-pub mod serve;
 
 pub use api::{evaluate, resume, train, EvalReport, PassK};

@@ -1,26 +1,24 @@
 //! `serve` over a real trainer policy (the tabular one), and evaluation through HTTP: the
 //! OpenAI client policy talking to `serve` must reproduce a direct evaluation exactly.
 
-mod common;
-
+use quester_serve::openai::protocol::WireMessage;
+use quester_serve::openai::{ChatParams, OpenAiClient, OpenAiConfig, OpenAiPolicy};
+use quester_serve::server::{serve_policy, ServeConfig, ServeError};
 use quester_train::api::env_factory;
-use quester_train::openai::protocol::WireMessage;
-use quester_train::openai::{ChatParams, OpenAiClient, OpenAiConfig, OpenAiPolicy};
 use quester_train::policy::tabular::TabularPolicy;
 use quester_train::policy::Policy;
 use quester_train::prompts::PromptTemplates;
-use quester_train::serve::{serve_policy, ServeConfig, ServeError};
 use quester_train::trainer::evaluate_policy;
 
 fn tabular() -> TabularPolicy {
-    let cands = common::BANDIT_CANDIDATES
+    let cands = crate::bandit::BANDIT_CANDIDATES
         .iter()
         .map(|c| c.to_string())
         .collect();
     TabularPolicy::new(cands, 0.1, 0.0)
 }
 
-fn serve_tabular(config: ServeConfig) -> quester_train::serve::ServerHandle {
+fn serve_tabular(config: ServeConfig) -> quester_serve::server::ServerHandle {
     serve_policy(
         || Ok(Box::new(tabular()) as Box<dyn Policy>),
         "tabular-bandit",
@@ -52,7 +50,7 @@ fn a_tabular_policy_answers_over_http() {
     };
     let a = ask(1, vec![]);
     assert!(
-        common::BANDIT_CANDIDATES.contains(&a.text.as_str()),
+        crate::bandit::BANDIT_CANDIDATES.contains(&a.text.as_str()),
         "{}",
         a.text
     );
@@ -96,7 +94,7 @@ fn a_failing_policy_builder_is_reported() {
 
 #[test]
 fn evaluating_through_serve_equals_evaluating_directly() {
-    let mut cfg = common::lamer_bandit(0.9, 1);
+    let mut cfg = crate::bandit::lamer_bandit(0.9, 1);
     cfg.eval.tasks = 24;
     let templates = PromptTemplates::from_config(&cfg).unwrap();
     let factory = env_factory(&cfg);

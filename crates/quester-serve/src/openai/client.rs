@@ -104,7 +104,7 @@ impl OpenAiClient {
     }
 
     /// The request body for `messages` with `params`.
-    pub fn request_body(
+    pub(crate) fn request_body(
         &self,
         messages: &[WireMessage],
         params: &ChatParams,

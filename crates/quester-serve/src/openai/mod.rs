@@ -1,4 +1,4 @@
-//! OpenAI-compatible chat completions: the wire protocol (shared with [`crate::serve`]) and a
+//! OpenAI-compatible chat completions: the wire protocol (shared with [`crate::server`]) and a
 //! blocking client used as an evaluation policy against any server (llama.cpp server, vLLM,
 //! Ollama, `quester serve`).
 

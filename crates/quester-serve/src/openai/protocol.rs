@@ -26,27 +26,16 @@ impl WireMessage {
 /// `stop` is a single string or a list of strings in the API.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
-pub enum StopSpec {
+pub(crate) enum StopSpec {
     /// One stop string.
     One(String),
     /// Several stop strings.
     Many(Vec<String>),
 }
 
-impl StopSpec {
-    /// The stop strings as a list (empty strings dropped: they would stop at once).
-    pub fn to_vec(&self) -> Vec<String> {
-        let all = match self {
-            StopSpec::One(s) => vec![s.clone()],
-            StopSpec::Many(v) => v.clone(),
-        };
-        all.into_iter().filter(|s| !s.is_empty()).collect()
-    }
-}
-
 /// The body of a chat-completions request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ChatCompletionRequest {
+pub(crate) struct ChatCompletionRequest {
     /// Model id (servers that host one model usually ignore it).
     #[serde(default)]
     pub model: String,
@@ -102,14 +91,14 @@ pub struct TokenLogprob {
 
 /// Per-choice log-probabilities (`choices[i].logprobs`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ChoiceLogprobs {
+pub(crate) struct ChoiceLogprobs {
     /// One entry per generated token.
     pub content: Vec<TokenLogprob>,
 }
 
 /// One generated choice.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Choice {
+pub(crate) struct Choice {
     /// Position in `choices`.
     pub index: usize,
     /// The assistant's message.
@@ -134,7 +123,7 @@ pub struct Usage {
 
 /// The body of a chat-completions response.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ChatCompletionResponse {
+pub(crate) struct ChatCompletionResponse {
     /// Unique id of the completion.
     pub id: String,
     /// Always `chat.completion`.
@@ -151,7 +140,7 @@ pub struct ChatCompletionResponse {
 
 /// One entry of `GET /v1/models`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ModelInfo {
+pub(crate) struct ModelInfo {
     /// Model id.
     pub id: String,
     /// Always `model`.
@@ -164,7 +153,7 @@ pub struct ModelInfo {
 
 /// The body of `GET /v1/models`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ModelList {
+pub(crate) struct ModelList {
     /// Always `list`.
     pub object: String,
     /// The models.
@@ -173,14 +162,14 @@ pub struct ModelList {
 
 /// The body of an error response: `{"error": {...}}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ErrorBody {
+pub(crate) struct ErrorBody {
     /// The error.
     pub error: ErrorDetail,
 }
 
 /// What went wrong, in OpenAI's error shape.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ErrorDetail {
+pub(crate) struct ErrorDetail {
     /// Human-readable explanation.
     pub message: String,
     /// `invalid_request_error`, `not_found_error` or `server_error`.

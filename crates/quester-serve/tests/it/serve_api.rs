@@ -4,9 +4,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use quester_train::openai::protocol::{FinishReason, TokenLogprob, WireMessage};
-use quester_train::openai::{ChatParams, OpenAiClient, OpenAiConfig, OpenAiError};
-use quester_train::serve::{
+use quester_serve::openai::protocol::{FinishReason, TokenLogprob, WireMessage};
+use quester_serve::openai::{ChatParams, OpenAiClient, OpenAiConfig, OpenAiError};
+use quester_serve::server::{
     serve_backend, BackendError, ChatBackend, GenerationOutput, GenerationRequest, ServeConfig,
 };
 
@@ -75,7 +75,7 @@ impl ChatBackend for EchoBackend {
 fn start(
     config: ServeConfig,
     delay: Duration,
-) -> (quester_train::serve::ServerHandle, Arc<Mutex<Vec<usize>>>) {
+) -> (quester_serve::server::ServerHandle, Arc<Mutex<Vec<usize>>>) {
     let batches = Arc::new(Mutex::new(Vec::new()));
     let backend = EchoBackend {
         batches: batches.clone(),
@@ -431,7 +431,7 @@ fn a_bad_request_does_not_fail_its_batch_mates() {
 
 #[test]
 fn the_openai_policy_generates_through_serve() {
-    use quester_train::openai::OpenAiPolicy;
+    use quester_serve::openai::OpenAiPolicy;
     use quester_train::policy::{ChatMessage, GenRequest, Policy, SamplingParams};
     let (server, batches) = start(
         ServeConfig {

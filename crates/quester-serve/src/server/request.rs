@@ -7,11 +7,11 @@ use super::ServeConfig;
 use crate::openai::protocol::{ErrorBody, ErrorDetail, WireMessage};
 
 /// Most choices (`n`) per request.
-pub const MAX_CHOICES: usize = 16;
+pub(crate) const MAX_CHOICES: usize = 16;
 
 /// An HTTP error answer in OpenAI's error shape.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ApiError {
+pub(crate) struct ApiError {
     /// HTTP status.
     pub status: u16,
     /// Explanation.
@@ -58,7 +58,7 @@ impl ApiError {
 
 /// A parsed request: the sequences to generate (one per choice).
 #[derive(Debug, Clone, PartialEq)]
-pub struct ParsedRequest {
+pub(crate) struct ParsedRequest {
     /// One per choice, seeds `seed, seed+1, ...`.
     pub sequences: Vec<GenerationRequest>,
 }
@@ -134,7 +134,7 @@ fn stop(obj: &Map<String, Value>) -> Result<Vec<String>, ApiError> {
 }
 
 /// Parses `body`; `fallback_seed` seeds a request that brings no `seed`.
-pub fn parse_chat_request(
+pub(crate) fn parse_chat_request(
     body: &[u8],
     config: &ServeConfig,
     fallback_seed: u64,

@@ -126,7 +126,7 @@ pub fn serve_backend(
 /// Serves the backend that `make` builds ON the generation thread (so the backend, e.g. a
 /// trainer policy holding a model, need not be `Send`). Returns once `make` has succeeded and
 /// the port is bound; a failing `make` is [`ServeError::Model`].
-pub fn serve_from<F>(
+pub(crate) fn serve_from<F>(
     make: F,
     model_id: &str,
     addr: &str,

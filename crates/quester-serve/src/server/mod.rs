@@ -1,20 +1,21 @@
-//! `serve`: the native model behind an OpenAI-compatible HTTP API (`POST /v1/chat/completions`,
+//! The server: a policy behind an OpenAI-compatible HTTP API (`POST /v1/chat/completions`,
 //! `GET /v1/models`). Requests that arrive together are generated as one batch.
 
 mod backend;
 mod batcher;
 mod config;
+mod http;
 mod policy_backend;
 mod request;
-mod server;
 
 pub use backend::{BackendError, ChatBackend, GenerationOutput, GenerationRequest};
 pub use config::ServeConfig;
-pub use policy_backend::PolicyBackend;
-pub use request::{parse_chat_request, ApiError, ParsedRequest, MAX_CHOICES};
-pub use server::{serve_backend, serve_from, ServeError, ServerHandle};
+pub use http::{serve_backend, ServeError, ServerHandle};
 
-/// Serves a trainer [`crate::policy::Policy`] (e.g. the one `crate::api::build_policy` builds,
+use http::serve_from;
+use policy_backend::PolicyBackend;
+
+/// Serves a trainer [`quester_train::policy::Policy`] (e.g. the one `quester_train::api::build_policy` builds,
 /// with a checkpoint loaded) on `addr`. `make` runs on the generation thread, so the policy need
 /// not be `Send`; its error is returned as [`ServeError::Model`]. This is the CLI's `serve`.
 pub fn serve_policy<F>(
@@ -24,7 +25,7 @@ pub fn serve_policy<F>(
     config: ServeConfig,
 ) -> Result<ServerHandle, ServeError>
 where
-    F: FnOnce() -> Result<Box<dyn crate::policy::Policy>, String> + Send + 'static,
+    F: FnOnce() -> Result<Box<dyn quester_train::policy::Policy>, String> + Send + 'static,
 {
     let id = model_id.to_string();
     serve_from(

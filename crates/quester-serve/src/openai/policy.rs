@@ -1,8 +1,8 @@
 //! The client as an evaluation [`Policy`]: each request of a batch is one chat completion, sent
 //! with bounded concurrency and its own seed.
 
-use crate::error::TrainError;
-use crate::policy::{GenRequest, Generation, Policy, SamplingParams};
+use quester_train::policy::{GenRequest, Generation, Policy, SamplingParams};
+use quester_train::TrainError;
 
 use super::protocol::WireMessage;
 use super::{ChatParams, OpenAiClient, OpenAiConfig, OpenAiError};

@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use quester_train::openai::protocol::WireMessage;
-use quester_train::openai::{ChatParams, OpenAiClient, OpenAiConfig, OpenAiError};
+use quester_serve::openai::protocol::WireMessage;
+use quester_serve::openai::{ChatParams, OpenAiClient, OpenAiConfig, OpenAiError};
 
 /// What the scripted server answers to request number `i` (0-based), given its body.
 type Script = dyn Fn(usize, &str) -> Reply + Send + Sync;
@@ -318,7 +318,7 @@ fn missing_fields_are_named_by_their_json_path() {
         ("[1, 2]", "body is not a JSON object"),
     ];
     for (body, expected) in cases {
-        let err = quester_train::openai::parse_chat_reply("http://x/v1/chat/completions", body)
+        let err = quester_serve::openai::parse_chat_reply("http://x/v1/chat/completions", body)
             .unwrap_err();
         assert!(err.to_string().contains(expected), "{body}: {err}");
     }
@@ -328,7 +328,7 @@ fn missing_fields_are_named_by_their_json_path() {
 fn logprobs_are_read_when_the_server_gives_them() {
     let body = r#"{"choices": [{"message": {"role": "assistant", "content": "ab"}, "finish_reason": "length",
         "logprobs": {"content": [{"token": "a", "logprob": -0.5, "top_logprobs": []}, {"token": "b", "logprob": -1.25}]}}]}"#;
-    let reply = quester_train::openai::parse_chat_reply("u", body).unwrap();
+    let reply = quester_serve::openai::parse_chat_reply("u", body).unwrap();
     let lp = reply.logprobs.unwrap();
     assert_eq!(lp.len(), 2);
     assert_eq!((lp[0].token.as_str(), lp[0].logprob), ("a", -0.5));

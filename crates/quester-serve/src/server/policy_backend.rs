@@ -1,7 +1,7 @@
 //! Any trainer [`Policy`] (the native model, a tabular policy, ...) as a [`ChatBackend`].
 
 use crate::openai::protocol::{FinishReason, TokenLogprob};
-use crate::policy::{ChatMessage, GenRequest, Generation, Policy, SamplingParams};
+use quester_train::policy::{ChatMessage, GenRequest, Generation, Policy, SamplingParams};
 
 use super::backend::{BackendError, ChatBackend, GenerationOutput, GenerationRequest};
 
@@ -9,7 +9,7 @@ use super::backend::{BackendError, ChatBackend, GenerationOutput, GenerationRequ
 /// its own sampling settings, stop strings included). The text is also cut at the first stop
 /// string here, because not every policy honours them (the tabular one does not), and a
 /// `Policy` exposes no tokenizer, so log-prob entries name their token by id (`"id:123"`).
-pub struct PolicyBackend {
+pub(crate) struct PolicyBackend {
     policy: Box<dyn Policy>,
     model_id: String,
 }
