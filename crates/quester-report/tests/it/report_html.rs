@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use quester_train::report::{write_report, ReportError};
+use quester_report::{write_report, ReportError};
 
 const METRICS: &str = r#"{"step": 0, "success": 0.10, "reward_mean": 1.0, "entropy": 2.1, "kl": 0.000, "response_len": 120, "invalid_rate": 0.30, "loss": 0.9, "time_rollout_s": 30.5, "time_train_s": 12.0, "eval/pass@1": 0.1, "eval/pass@2": 0.15, "eval/pass@3": 0.2}
 {"step": 1, "success": 0.20, "reward_mean": 2.0, "entropy": 1.9, "kl": 0.010, "response_len": 110, "invalid_rate": 0.20, "loss": 0.7, "time_rollout_s": 29.0, "time_train_s": 11.5}

@@ -1,9 +1,6 @@
-//! Filling the single-file HTML template.
+//! Text made safe for HTML pages, and the one-pass template filling of single-file pages.
 
 use std::collections::HashMap;
-
-/// The report page with CSS and the trajectory browser's JS inline.
-pub const TEMPLATE: &str = include_str!("assets/report.html");
 
 /// Escapes text for HTML element content and attribute values.
 pub fn escape(s: &str) -> String {

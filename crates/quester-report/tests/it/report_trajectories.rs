@@ -1,6 +1,6 @@
 //! Grouping trajectories.jsonl rows into trials -> attempts -> turns, and metric families.
 
-use quester_train::report::{build_trials, families, family_of, series};
+use quester_report::{build_trials, families, family_of, series};
 use serde_json::{json, Map, Value};
 
 fn rows(values: Vec<Value>) -> Vec<Map<String, Value>> {
@@ -42,7 +42,7 @@ fn flat_and_nested_rows_give_the_same_trial() {
     let first = &t.attempts[0];
     assert_eq!(first.attempt, 1);
     assert!(!first.won);
-    let kinds = |a: &quester_train::report::AttemptView| -> Vec<(String, Option<String>)> {
+    let kinds = |a: &quester_report::AttemptView| -> Vec<(String, Option<String>)> {
         a.turns
             .iter()
             .map(|u| (u.kind.clone(), u.response.clone()))
@@ -159,9 +159,9 @@ fn metric_keys_group_into_families() {
     assert_eq!(family_of("adv_abs_mean").0, "optim");
     assert_eq!(family_of("skipped_updates").0, "updates");
     assert_eq!(family_of("distinct_outcomes").0, "distinct_outcomes");
-    assert!(quester_train::report::is_curve_key("eval_pass_k@4"));
-    assert!(quester_train::report::is_curve_key("eval_samples_per_task"));
-    assert!(!quester_train::report::is_curve_key("eval_pass@4"));
+    assert!(quester_report::is_curve_key("eval_pass_k@4"));
+    assert!(quester_report::is_curve_key("eval_samples_per_task"));
+    assert!(!quester_report::is_curve_key("eval_pass@4"));
     assert_eq!(family_of("samples").0, "metric_samples");
     assert_eq!(family_of("weird metric!").0, "metric_weird_metric_");
     let r = rows(vec![

@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use super::families::x_of;
 
-pub use crate::trainer::metrics::{PASS_K_PREFIX, SAMPLES_PER_TASK_KEY as SAMPLES_KEY};
+pub use quester_train::trainer::metrics::{PASS_K_PREFIX, SAMPLES_PER_TASK_KEY as SAMPLES_KEY};
 
 /// Whether `key` is a point of the pass@k curve or its n: drawn in the curve plot, not over
 /// steps.

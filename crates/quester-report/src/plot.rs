@@ -1,30 +1,10 @@
-//! Line plots of metric families as PNG, drawn with plotters on an RGB buffer. The font is
-//! DejaVu Sans embedded in the binary, so no system font is needed.
-
-use std::sync::Once;
+//! Line plots of metric families as PNG, drawn with plotters on an RGB buffer in the shared
+//! size and font of [`crate::render`].
 
 use plotters::prelude::*;
 
-use super::ReportError;
-
-/// Plot size in pixels.
-pub const WIDTH: u32 = 900;
-/// Plot size in pixels.
-pub const HEIGHT: u32 = 420;
-
-/// The family name the embedded font is registered under.
-pub const FONT: &str = "sans-serif";
-
-/// Registers the embedded DejaVu Sans under [`FONT`] (once per process).
-pub fn register_font() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        if plotters::style::register_font(FONT, FontStyle::Normal, dejavu::sans::regular()).is_err()
-        {
-            tracing::warn!("the embedded DejaVu font could not be registered; plot text may fail");
-        }
-    });
-}
+use crate::render::{encode_png, register_font, FONT, HEIGHT, WIDTH};
+use crate::ReportError;
 
 /// The range `[lo, hi]` of `values` widened by 5% (or by a unit when flat).
 fn padded_range(values: impl Iterator<Item = f64>) -> (f64, f64) {
@@ -167,21 +147,4 @@ pub fn render_png_with(
         root.present().map_err(|e| err(e.to_string()))?;
     }
     encode_png(&buffer, WIDTH, HEIGHT).map_err(|e| err(format!("PNG encoding: {e}")))
-}
-
-/// Encodes an 8-bit RGB buffer as PNG.
-pub fn encode_png(rgb: &[u8], width: u32, height: u32) -> Result<Vec<u8>, png::EncodingError> {
-    let mut out = Vec::new();
-    {
-        let mut encoder = png::Encoder::new(&mut out, width, height);
-        encoder.set_color(png::ColorType::Rgb);
-        encoder.set_depth(png::BitDepth::Eight);
-        // Plots are mostly flat colour: the best compression makes them several times smaller.
-        encoder.set_compression(png::Compression::Best);
-        encoder.set_adaptive_filter(png::AdaptiveFilterType::Adaptive);
-        let mut writer = encoder.write_header()?;
-        writer.write_image_data(rgb)?;
-        writer.finish()?;
-    }
-    Ok(out)
 }

@@ -1,13 +1,18 @@
-//! The run report: one PNG per metric family and a static single-file HTML page (summary,
-//! plots, trajectory browser) written from a run directory's metrics.jsonl and
-//! trajectories.jsonl.
+//! What quester draws: the rendering primitives every page and plot shares ([`render`]: plot
+//! size, embedded font, PNG encoding, HTML escaping) and the run report, one PNG per metric
+//! family and a static single-file HTML page (summary, plots, trajectory browser) written from a
+//! run directory's metrics.jsonl and trajectories.jsonl ([`write_report`]).
+//!
+//! It sits above quester-train (it reads the trainer's metric keys) and the trainer never calls
+//! it: whoever runs training writes the report afterwards (`quester train`, `quester report`).
+//! quester-experiment draws its own plots with the same primitives.
 
 mod error;
 mod families;
-pub mod html;
 mod jsonl;
 mod passk;
-pub mod plot;
+mod plot;
+pub mod render;
 mod summary;
 mod trajectories;
 
@@ -18,18 +23,24 @@ use base64::Engine;
 
 pub use error::ReportError;
 pub use families::{families, family_of, series, Family};
-pub use html::{escape, fill};
 pub use jsonl::{read_jsonl, JsonlRows};
-pub use passk::{base_and_trained, curve_of, is_curve_key, Curve, PASS_K_PREFIX};
-pub use plot::{encode_png, log2_tick, render_png, render_png_with};
+pub use passk::is_curve_key;
 pub use trajectories::{build_trials, AttemptView, TrialView, TurnView};
 
+use passk::{base_and_trained, PASS_K_PREFIX};
+use plot::{log2_tick, render_png, render_png_with};
+
+use render::{escape, fill, script_json};
+
+/// The report page with CSS and the trajectory browser's JS inline.
+const TEMPLATE: &str = include_str!("assets/report.html");
+
 /// Name of the report page inside the run directory.
-pub const REPORT_FILE: &str = "report.html";
+const REPORT_FILE: &str = "report.html";
 /// Folder (inside the run directory) holding the PNG plots.
-pub const PLOTS_DIR: &str = "plots";
+const PLOTS_DIR: &str = "plots";
 /// Name (without `.png`) of the pass@k curve plot.
-pub const PASS_K_PLOT: &str = "pass_k";
+const PASS_K_PLOT: &str = "pass_k";
 
 /// Most trials put in the browser (the latest steps are kept).
 const MAX_TRIALS: usize = 2_000;
@@ -158,9 +169,9 @@ pub fn write_report(run_dir: &Path) -> Result<PathBuf, ReportError> {
         ("WARNINGS", warnings),
         ("PLOTS", figures),
         ("CONFIG", escape(&config)),
-        ("TRAJECTORIES", html::script_json(&trials_json)),
+        ("TRAJECTORIES", script_json(&trials_json)),
     ]);
-    let page = fill(html::TEMPLATE, &values);
+    let page = fill(TEMPLATE, &values);
     let path = run_dir.join(REPORT_FILE);
     write_atomic(&path, page.as_bytes())?;
     Ok(path)

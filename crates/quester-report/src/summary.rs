@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use super::families::{families, series};
-use super::html::escape;
 use super::trajectories::TrialView;
+use crate::render::escape;
 
 /// Most metric cards shown.
 const MAX_METRIC_CARDS: usize = 10;
