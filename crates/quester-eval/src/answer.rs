@@ -7,9 +7,9 @@
 //! Every response has its own seed derived from `seed` and its index, so a response does not
 //! depend on the batch it ran in.
 
-use crate::error::TrainError;
-use crate::policy::{ChatMessage, GenRequest, Policy, SamplingParams};
-use crate::rng::derive;
+use quester_train::policy::{ChatMessage, GenRequest, Policy, SamplingParams};
+use quester_train::rng::derive;
+use quester_train::TrainError;
 
 /// How the responses are generated. Defaults are lm-evaluation-harness's IFEval settings:
 /// greedy, up to 1280 new tokens, no stop strings.
