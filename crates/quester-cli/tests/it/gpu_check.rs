@@ -2,8 +2,7 @@
 //! portable path a GPU takes (candle's ops, device-resident AdamW moments, unpacked decoding)
 //! checked against the CPU's fused kernels, and the throughput part runs at a small shape.
 
-mod common;
-use common::quester;
+use crate::common::quester;
 
 #[test]
 fn the_device_check_passes_on_the_portable_path_and_writes_json() {

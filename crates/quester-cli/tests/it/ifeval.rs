@@ -2,8 +2,7 @@
 //! equal the library's, bad files name their line), and a short generation run with the real
 //! default model that continues a partial run instead of starting over.
 
-mod common;
-use common::{fails, ok, quester};
+use crate::common::{fails, ok, quester};
 use std::path::{Path, PathBuf};
 
 fn scratch(name: &str) -> PathBuf {

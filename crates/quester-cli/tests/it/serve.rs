@@ -1,8 +1,8 @@
 //! `quester serve` end to end: the binary serves the default model on loopback and the
 //! library's OpenAI client talks to it.
 
-use quester_train::openai::protocol::WireMessage;
-use quester_train::openai::{ChatParams, OpenAiClient, OpenAiConfig};
+use quester_serve::openai::protocol::WireMessage;
+use quester_serve::openai::{ChatParams, OpenAiClient, OpenAiConfig};
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 

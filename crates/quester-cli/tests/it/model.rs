@@ -1,7 +1,6 @@
 //! The model commands of the `quester` binary with the real default model (fetched on first use).
 
-mod common;
-use common::quester;
+use crate::common::quester;
 
 #[test]
 fn score_json_tokenises_prompt_and_completion_separately() {

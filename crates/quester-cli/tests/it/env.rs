@@ -1,7 +1,6 @@
 //! The environment commands of the `quester` binary, driven as a user would.
 
-mod common;
-use common::quester;
+use crate::common::quester;
 use std::io::Write;
 use std::process::{Command, Output};
 

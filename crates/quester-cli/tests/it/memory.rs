@@ -1,7 +1,6 @@
 //! `quester memory` on a real (tabular-policy) EMPO2 run trained by the binary itself.
 
-mod common;
-use common::{fails, ok, quester};
+use crate::common::{fails, ok, quester};
 
 const CONFIG: &str = r#"
 [model]

@@ -2,8 +2,7 @@
 //! tiny-llama fixture, and one on the real default model), exported as PEFT and Hugging Face
 //! directories and checked against the checkpoint they came from.
 
-mod common;
-use common::{fails, ok, quester};
+use crate::common::{fails, ok, quester};
 use quester_model::checkpoint::{load_checkpoint, StFile};
 use quester_model::export::PEFT_PREFIX;
 use quester_model::{LoadedModel, LoraConfig};

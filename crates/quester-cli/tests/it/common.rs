@@ -1,5 +1,4 @@
 //! Running the `quester` binary from the integration tests.
-#![allow(dead_code)]
 
 use std::process::{Command, Output};
 
