@@ -109,3 +109,72 @@ pub fn answer_prompts(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quester_train::policy::Generation;
+
+    /// Answers each prompt with itself and its seed, one token per character; records the
+    /// batch sizes it was asked for.
+    struct Echo(Vec<usize>);
+
+    impl Policy for Echo {
+        fn generate(&mut self, requests: &[GenRequest]) -> Result<Vec<Generation>, TrainError> {
+            self.0.push(requests.len());
+            Ok(requests
+                .iter()
+                .map(|r| {
+                    let text = format!("{}#{}", r.messages[0].content, r.params.seed);
+                    Generation {
+                        response_ids: vec![0; r.messages[0].content.len()],
+                        text,
+                        ..Generation::default()
+                    }
+                })
+                .collect())
+        }
+    }
+
+    #[test]
+    fn answers_come_back_in_input_order_with_seeds_independent_of_the_batch() {
+        let prompts: Vec<String> = ["ccc", "a", "bbbb", "dd", "e"].map(String::from).to_vec();
+        let opts = |batch| AnswerOptions {
+            max_new_tokens: 3,
+            batch,
+            ..AnswerOptions::default()
+        };
+        let mut seen = Vec::new();
+        let mut echo = Echo(Vec::new());
+        let by_two = answer_prompts(&mut echo, &prompts, &opts(2), &mut |b| {
+            seen.extend(b.iter().map(|(i, _)| *i));
+            Ok(())
+        })
+        .unwrap();
+        // Shortest prompts first, in batches of two.
+        assert_eq!(echo.0, vec![2, 2, 1]);
+        assert_eq!(seen, vec![1, 4, 3, 0, 2]);
+        for (p, a) in prompts.iter().zip(&by_two) {
+            assert!(a.response.starts_with(&format!("{p}#")), "{a:?}");
+            assert_eq!(a.truncated, p.len() >= 3);
+        }
+        let one_batch =
+            answer_prompts(&mut Echo(Vec::new()), &prompts, &opts(8), &mut |_| Ok(())).unwrap();
+        assert_eq!(by_two, one_batch);
+    }
+
+    #[test]
+    fn a_zero_batch_is_an_error_not_a_panic() {
+        let err = answer_prompts(
+            &mut Echo(Vec::new()),
+            &["a".to_string()],
+            &AnswerOptions {
+                batch: 0,
+                ..AnswerOptions::default()
+            },
+            &mut |_| Ok(()),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("batch"), "{err}");
+    }
+}
