@@ -3,6 +3,10 @@
 //! Entry points for the CLI: [`train`] (with `resume`), [`evaluate`]. Lower level:
 //! [`rollout::run_trials`] plays trials with any [`policy::Policy`];
 //! [`trainer::Trainer`] runs the loop with any [`policy::TrainablePolicy`] and env factory.
+//!
+//! What only uses a policy or a run directory sits above this crate, so the trainer builds
+//! without it: the HTTP server and client (quester-serve), the run report (quester-report),
+//! benchmarks such as IFEval (quester-eval).
 
 pub mod api;
 pub mod behaviour;
