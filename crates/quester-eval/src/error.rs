@@ -5,9 +5,10 @@ use std::path::PathBuf;
 /// Why a benchmark run failed.
 #[derive(Debug, thiserror::Error)]
 pub enum EvalError {
-    /// The policy failed to build, load or generate.
+    /// The policy failed to build, load or generate. (Boxed, as in every variant holding a
+    /// `TrainError`: it is large.)
     #[error(transparent)]
-    Train(#[from] quester_train::TrainError),
+    Train(Box<quester_train::TrainError>),
     #[error(transparent)]
     Locate(#[from] quester_train::locate::LocateError),
     #[error("the OpenAI-compatible server: {0}")]
@@ -19,12 +20,12 @@ pub enum EvalError {
     #[error("the run's config {path}: {source}")]
     RunConfig {
         path: PathBuf,
-        source: quester_train::TrainError,
+        source: Box<quester_train::TrainError>,
     },
     #[error("loading checkpoint {path}: {source}")]
     Checkpoint {
         path: PathBuf,
-        source: quester_train::TrainError,
+        source: Box<quester_train::TrainError>,
     },
     #[error("{doing} {path}: {source}")]
     Io {
@@ -43,6 +44,12 @@ pub enum EvalError {
     OtherSettings { out: PathBuf, saved: String },
     #[error("an answer is missing after generation")]
     MissingAnswer,
+}
+
+impl From<quester_train::TrainError> for EvalError {
+    fn from(e: quester_train::TrainError) -> Self {
+        Self::Train(Box::new(e))
+    }
 }
 
 impl EvalError {

@@ -61,7 +61,8 @@ pub enum ExportError {
     #[error("reading the run's config {path}: {source}")]
     Config {
         path: PathBuf,
-        source: crate::TrainError,
+        /// Boxed, as in every variant holding another crate's error: they are large.
+        source: Box<crate::TrainError>,
     },
     #[error("{0} trains the tabular policy (model.kind = \"tabular\"): it has no model to export")]
     Tabular(PathBuf),
@@ -87,27 +88,27 @@ pub enum ExportError {
     #[error("loading the run's base model ({model}): {source}")]
     BaseModel {
         model: String,
-        source: crate::TrainError,
+        source: Box<crate::TrainError>,
     },
     #[error("reading checkpoint {path}: {source}")]
     Checkpoint {
         path: PathBuf,
-        source: quester_model::checkpoint::CheckpointError,
+        source: Box<quester_model::checkpoint::CheckpointError>,
     },
     #[error(
         "checkpoint {path} does not fit the run's model (config.resolved.toml [model]): {source}"
     )]
     Mismatch {
         path: PathBuf,
-        source: quester_model::checkpoint::CheckpointError,
+        source: Box<quester_model::checkpoint::CheckpointError>,
     },
     #[error(transparent)]
-    Tokenizer(quester_model::export::ExportError),
+    Tokenizer(Box<quester_model::export::ExportError>),
     #[error("{doing} {path}: {source}")]
     Write {
         doing: &'static str,
         path: PathBuf,
-        source: quester_model::export::ExportError,
+        source: Box<quester_model::export::ExportError>,
     },
 }
 
@@ -135,7 +136,7 @@ pub fn export_checkpoint(
         .and_then(TrainConfig::parse_table)
         .map_err(|source| ExportError::Config {
             path: config_path.clone(),
-            source,
+            source: Box::new(source),
         })?;
     if cfg.model.kind != PolicyKind::Native {
         return Err(ExportError::Tabular(config_path));
@@ -239,18 +240,18 @@ fn load_trained(cfg: &TrainConfig, weights: &Path) -> Result<LoadedModel, Export
             } else {
                 cfg.model.path.clone()
             },
-            source,
+            source: Box::new(source),
         })?;
     let ck = quester_model::checkpoint::load_checkpoint(weights).map_err(|source| {
         ExportError::Checkpoint {
             path: weights.to_path_buf(),
-            source,
+            source: Box::new(source),
         }
     })?;
     ck.restore_weights(&loaded.model.trainable_vars())
         .map_err(|source| ExportError::Mismatch {
             path: weights.to_path_buf(),
-            source,
+            source: Box::new(source),
         })?;
     Ok(loaded)
 }
@@ -265,12 +266,13 @@ fn write(
         move |source| ExportError::Write {
             doing,
             path: dir.to_path_buf(),
-            source,
+            source: Box::new(source),
         }
     };
     match opts.format {
         ExportFormat::Hf => {
-            let tok = TokenizerFiles::from_loaded(loaded).map_err(ExportError::Tokenizer)?;
+            let tok = TokenizerFiles::from_loaded(loaded)
+                .map_err(|e| ExportError::Tokenizer(Box::new(e)))?;
             let hf = HfExportOptions {
                 dtype: opts.dtype,
                 max_position_embeddings: max_positions(&cfg.model.path)

@@ -49,13 +49,13 @@ pub(crate) fn build(source: &PolicySource) -> Result<(Box<dyn Policy>, String), 
             let mut cfg =
                 TrainConfig::load(&cfg_path, &[]).map_err(|source| EvalError::RunConfig {
                     path: cfg_path.clone(),
-                    source,
+                    source: Box::new(source),
                 })?;
             cfg.model.device = device.clone();
             let mut p = quester_train::api::build_policy(&cfg)?;
             p.load(&dir).map_err(|source| EvalError::Checkpoint {
                 path: dir.clone(),
-                source,
+                source: Box::new(source),
             })?;
             Ok((
                 Box::new(Untrained(p)),
