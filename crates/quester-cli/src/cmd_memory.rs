@@ -22,7 +22,7 @@ pub struct MemoryArgs {
 }
 
 pub fn run(args: MemoryArgs) -> anyhow::Result<()> {
-    let (_, checkpoint) = crate::cmd_export::locate(&args.source)?;
+    let (_, checkpoint) = quester_train::locate::locate(&args.source)?;
     let state = quester_train::run_dir::load_method_state(&checkpoint)?;
     let Some(memory) = state.get("memory") else {
         bail!(

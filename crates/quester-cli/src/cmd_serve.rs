@@ -2,7 +2,7 @@
 //! checkpoint) behind the OpenAI-compatible chat-completions API.
 
 use anyhow::Context;
-use quester_train::serve::{serve_policy, ServeConfig};
+use quester_serve::server::{serve_policy, ServeConfig};
 use quester_train::TrainConfig;
 use std::path::PathBuf;
 
@@ -43,7 +43,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let checkpoint = args
         .checkpoint
         .as_deref()
-        .map(crate::cmd_train::resolve_checkpoint)
+        .map(quester_train::locate::resolve_checkpoint)
         .transpose()?;
     let config = ServeConfig {
         max_batch: args.max_batch.max(1),

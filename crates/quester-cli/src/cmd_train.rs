@@ -91,7 +91,7 @@ pub fn evaluate(args: EvaluateArgs) -> anyhow::Result<()> {
     let checkpoint = args
         .checkpoint
         .as_deref()
-        .map(resolve_checkpoint)
+        .map(quester_train::locate::resolve_checkpoint)
         .transpose()?;
     let report = quester_train::evaluate(&cfg, checkpoint.as_deref(), args.out.as_deref())
         .context("evaluation")?;
@@ -105,28 +105,13 @@ pub fn report(args: ReportArgs) -> anyhow::Result<()> {
     write_report(&args.run_dir)
 }
 
-/// A checkpoint folder, or the run's `checkpoints/latest` pointer file (which holds the name of
-/// the newest checkpoint folder beside it).
-pub(crate) fn resolve_checkpoint(path: &Path) -> anyhow::Result<PathBuf> {
-    if path.is_file() {
-        let name = std::fs::read_to_string(path)
-            .with_context(|| format!("reading checkpoint pointer {}", path.display()))?;
-        let parent = path.parent().unwrap_or(Path::new("."));
-        return Ok(parent.join(name.trim()));
-    }
-    if !path.is_dir() {
-        anyhow::bail!("checkpoint {} does not exist", path.display());
-    }
-    Ok(path.to_path_buf())
-}
-
 fn load_config(path: &Path, overrides: &[String]) -> anyhow::Result<TrainConfig> {
     // Validated once, when training or evaluation builds the method.
     TrainConfig::read(path, overrides).with_context(|| format!("config {}", path.display()))
 }
 
 fn write_report(run_dir: &Path) -> anyhow::Result<()> {
-    let path = quester_train::report::write_report(run_dir)
+    let path = quester_report::write_report(run_dir)
         .with_context(|| format!("writing the report of {}", run_dir.display()))?;
     println!("report: {}", path.display());
     Ok(())

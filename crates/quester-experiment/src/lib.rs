@@ -15,14 +15,14 @@
 //! ```
 
 pub mod aggregate;
-pub mod error;
-pub mod eta;
+mod error;
+mod eta;
 pub mod plan;
-pub mod render;
+mod render;
 pub mod runner;
 
 pub use aggregate::{aggregate, Summary};
 pub use error::ExperimentError;
 pub use plan::Plan;
-pub use render::write_outputs;
+pub use render::{write_outputs, Outputs};
 pub use runner::{RunLog, Runner, Unit};

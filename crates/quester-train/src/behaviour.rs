@@ -17,7 +17,7 @@ use crate::sample::{OldLogprobs, Sample};
 
 /// Where a sample's old log-probs come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OldSource {
+pub(crate) enum OldSource {
     /// The recorded log-probs, which are exactly the current policy's before the first update.
     RecordedExact,
     /// The recorded behaviour log-probs, kept although they are not the current policy's.
@@ -27,7 +27,7 @@ pub enum OldSource {
 }
 
 /// The recorded log-probs are the untempered policy's in the training context.
-pub fn is_on_policy_record(s: &Sample) -> bool {
+pub(crate) fn is_on_policy_record(s: &Sample) -> bool {
     let same_context = s
         .train_prompt_ids
         .as_ref()
@@ -40,7 +40,7 @@ pub fn is_on_policy_record(s: &Sample) -> bool {
 }
 
 /// See the module doc.
-pub fn old_source(s: &Sample) -> OldSource {
+pub(crate) fn old_source(s: &Sample) -> OldSource {
     match (s.old_logprobs, is_on_policy_record(s)) {
         (_, true) => OldSource::RecordedExact,
         (OldLogprobs::Behaviour, false) => OldSource::RecordedBehaviour,

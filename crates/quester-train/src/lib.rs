@@ -3,12 +3,17 @@
 //! Entry points for the CLI: [`train`] (with `resume`), [`evaluate`]. Lower level:
 //! [`rollout::run_trials`] plays trials with any [`policy::Policy`];
 //! [`trainer::Trainer`] runs the loop with any [`policy::TrainablePolicy`] and env factory.
+//!
+//! What only uses a policy or a run directory sits above this crate, so the trainer builds
+//! without it: the HTTP server and client (quester-serve), the run report (quester-report),
+//! benchmarks such as IFEval (quester-eval).
 
 pub mod api;
 pub mod behaviour;
 pub mod config;
 pub mod error;
-pub mod instruct_eval;
+pub mod export;
+pub mod locate;
 pub mod memory;
 pub mod method;
 pub mod opponents;
@@ -21,11 +26,7 @@ pub mod sample;
 pub use config::TrainConfig;
 pub use error::TrainError;
 pub mod run_dir;
-pub mod scoring;
+pub(crate) mod scoring;
 pub mod trainer;
-
-pub mod openai;
-pub mod report;
-pub mod serve;
 
 pub use api::{evaluate, resume, train, EvalReport, PassK};

@@ -3,7 +3,7 @@
 //! streams without saving generator state, and a response never depends on batch composition.
 
 /// SplitMix64 finaliser: a bijective 64-bit mix.
-pub fn mix(mut z: u64) -> u64 {
+fn mix(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);

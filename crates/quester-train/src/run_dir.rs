@@ -13,7 +13,7 @@ use crate::error::TrainError;
 use crate::policy::TrainablePolicy;
 
 /// Columns of metrics.csv (metrics.jsonl holds every key; the CSV the common ones).
-pub const CSV_COLUMNS: &[&str] = &[
+pub(crate) const CSV_COLUMNS: &[&str] = &[
     "step",
     "reward_mean",
     "train_pass@1",
@@ -68,7 +68,7 @@ const OUTCOMES_FILE: &str = "outcomes.json";
 
 /// The distinct-outcome record saved in checkpoint `dir` (empty when the checkpoint has none:
 /// one written before outcomes were recorded).
-pub fn load_outcomes(dir: &Path) -> Result<quester_algos::DistinctOutcomes, TrainError> {
+pub(crate) fn load_outcomes(dir: &Path) -> Result<quester_algos::DistinctOutcomes, TrainError> {
     let p = dir.join(OUTCOMES_FILE);
     if !p.exists() {
         return Ok(quester_algos::DistinctOutcomes::new());
@@ -111,18 +111,18 @@ impl RunDir {
     pub fn metrics_jsonl(&self) -> PathBuf {
         self.root.join("metrics.jsonl")
     }
-    pub fn metrics_csv(&self) -> PathBuf {
+    pub(crate) fn metrics_csv(&self) -> PathBuf {
         self.root.join("metrics.csv")
     }
-    pub fn trajectories(&self) -> PathBuf {
+    pub(crate) fn trajectories(&self) -> PathBuf {
         self.root.join("trajectories.jsonl")
     }
-    pub fn checkpoints(&self) -> PathBuf {
+    pub(crate) fn checkpoints(&self) -> PathBuf {
         self.root.join("checkpoints")
     }
 
     /// Starts a fresh run: refuses a directory that already holds metrics or checkpoints.
-    pub fn create(&self, config_toml: &str) -> Result<(), TrainError> {
+    pub(crate) fn create(&self, config_toml: &str) -> Result<(), TrainError> {
         let used = self.metrics_jsonl().exists() || self.checkpoints().join(LATEST).exists();
         if used {
             return Err(TrainError::Config(format!(
@@ -152,7 +152,7 @@ impl RunDir {
     }
 
     /// Appends one metrics row to metrics.jsonl and metrics.csv.
-    pub fn append_metrics(&self, row: &Map<String, Value>) -> Result<(), TrainError> {
+    pub(crate) fn append_metrics(&self, row: &Map<String, Value>) -> Result<(), TrainError> {
         let json = serde_json::to_string(row).map_err(|e| TrainError::Policy(e.to_string()))?;
         Self::append(&self.metrics_jsonl(), &format!("{json}\n"))?;
         let cells: Vec<String> = CSV_COLUMNS
@@ -168,7 +168,7 @@ impl RunDir {
     }
 
     /// Appends trajectory rows.
-    pub fn append_trajectories(&self, rows: &[Value]) -> Result<(), TrainError> {
+    pub(crate) fn append_trajectories(&self, rows: &[Value]) -> Result<(), TrainError> {
         let mut text = String::new();
         for r in rows {
             text.push_str(
@@ -211,7 +211,7 @@ impl RunDir {
 
     /// Writes a checkpoint of `policy` after `step` completed steps, atomically, and keeps the
     /// newest `keep` checkpoints.
-    pub fn save_checkpoint(
+    pub(crate) fn save_checkpoint(
         &self,
         step: usize,
         policy: &dyn TrainablePolicy,
@@ -303,7 +303,7 @@ impl RunDir {
 
     /// Cuts the log files back to the lengths a checkpoint recorded (rows written after it are
     /// produced again, identically, by the resumed run).
-    pub fn truncate_to(&self, state: &CheckpointState) -> Result<(), TrainError> {
+    pub(crate) fn truncate_to(&self, state: &CheckpointState) -> Result<(), TrainError> {
         for (path, len) in [
             (self.metrics_jsonl(), state.metrics_jsonl_bytes),
             (self.metrics_csv(), state.metrics_csv_bytes),

@@ -9,7 +9,7 @@ use crate::policy::LossValue;
 use crate::sample::{Sample, SampleKind, SampleRole};
 
 /// The algos record of a sample.
-pub fn step_record(s: &Sample) -> StepRecord {
+pub(crate) fn step_record(s: &Sample) -> StepRecord {
     StepRecord {
         task_key: s.task_id.clone(),
         trial_id: s.trial as u64,
@@ -30,7 +30,7 @@ pub fn step_record(s: &Sample) -> StepRecord {
 
 /// Advantages of every sample (cross-attempt returns, GiGPO / GRPO / RLOO) with a method's
 /// advantage settings.
-pub fn advantages(
+pub(crate) fn advantages(
     samples: &[Sample],
     cfg: &AdvantageConfig,
 ) -> Result<SampleAdvantages, quester_algos::AlgoError> {
@@ -39,7 +39,7 @@ pub fn advantages(
 }
 
 /// The objective a sample's tokens are trained with.
-pub fn objective(s: &Sample) -> TokenObjective {
+pub(crate) fn objective(s: &Sample) -> TokenObjective {
     match s.role {
         SampleRole::Hindsight => TokenObjective::Hindsight,
         _ => TokenObjective::Clipped,
@@ -48,7 +48,7 @@ pub fn objective(s: &Sample) -> TokenObjective {
 
 /// The PPO loss settings of `[algorithm.loss]` as the loss function takes them: the entropy
 /// bonus is applied model-side, so it is 0 here.
-pub fn loss_config(loss: &PolicyLossConfig) -> PolicyLossConfig {
+pub(crate) fn loss_config(loss: &PolicyLossConfig) -> PolicyLossConfig {
     PolicyLossConfig {
         entropy_coef: 0.0,
         ..loss.clone()
@@ -59,7 +59,7 @@ pub fn loss_config(loss: &PolicyLossConfig) -> PolicyLossConfig {
 /// `ref_logp` is given) and dL/dlogp, from the current log-probs. Non-finite inputs give a NaN
 /// loss, which makes the policy skip the update. Also returns the aggregated KL estimate (0
 /// without a reference, NaN when the loss is not computable).
-pub fn ppo_loss(
+pub(crate) fn ppo_loss(
     new_logp: &[Vec<f64>],
     old_logp: &[Vec<f64>],
     ref_logp: Option<&[Vec<f64>]>,

@@ -158,10 +158,9 @@ fn training_logs_the_curve_at_start_and_end() {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("eval_pass_k/run");
     let _ = std::fs::remove_dir_all(&dir);
     quester_train::train(&cfg, &dir, false).unwrap();
-    let rows = quester_train::report::read_jsonl(&dir.join("metrics.jsonl"))
-        .unwrap()
-        .unwrap()
-        .rows;
+    let rows = quester_train::run_dir::RunDir::new(&dir)
+        .read_metrics()
+        .unwrap();
     let evals: Vec<_> = rows
         .iter()
         .filter(|r| r.contains_key("eval_pass_k@1"))
@@ -177,10 +176,7 @@ fn training_logs_the_curve_at_start_and_end() {
         // The pass@attempt keys are still there.
         assert!(r.contains_key("eval_pass@1") && r.contains_key("eval_pass@2"));
     }
-    quester_train::report::write_report(&dir).unwrap();
-    assert!(dir.join("plots/pass_k.png").is_file());
-    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
-    assert!(html.contains("step 0 (base, n=4) vs step 2 (trained, n=4)"));
+    // The curve's plot in the run report: quester-report's tests (report_from_training).
 
     // `quester evaluate`'s report carries the curve and prints it as one line.
     let report = quester_train::evaluate(&cfg, None, None).unwrap();

@@ -3,7 +3,7 @@
 
 use base64::Engine;
 
-use quester_train::report::html::{escape, script_json};
+use quester_report::render::{escape, script_json};
 
 use crate::aggregate::Summary;
 

@@ -5,8 +5,8 @@ mod html;
 mod markdown;
 mod plots;
 
-pub use markdown::{fmt_interval, markdown};
-pub use plots::{curve_png, pass_at_png};
+pub(crate) use markdown::markdown;
+pub(crate) use plots::{curve_png, pass_at_png};
 
 use std::path::{Path, PathBuf};
 

@@ -4,7 +4,7 @@
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
-use quester_train::report::plot::{encode_png, register_font, FONT, HEIGHT, WIDTH};
+use quester_report::render::{encode_png, register_font, FONT, HEIGHT, WIDTH};
 
 use crate::aggregate::{CurveSet, Summary};
 use crate::error::ExperimentError;

@@ -1,0 +1,3 @@
+//! quester-experiment's integration tests, one binary.
+
+mod experiment;

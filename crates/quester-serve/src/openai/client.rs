@@ -1,0 +1,377 @@
+//! A blocking chat-completions client with timeouts, retries and bounded concurrency.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::error::excerpt;
+use super::protocol::{ChatCompletionRequest, StopSpec, TokenLogprob, Usage, WireMessage};
+use super::{OpenAiConfig, OpenAiError};
+
+/// Largest response body accepted (a chat completion is far smaller).
+const MAX_BODY_BYTES: u64 = 64 << 20;
+
+/// Sampling parameters of one request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatParams {
+    /// Temperature; 0 asks for greedy decoding.
+    pub temperature: f64,
+    /// Nucleus mass (None: the server's default).
+    pub top_p: Option<f64>,
+    /// Top-k (None: the server's default).
+    pub top_k: Option<i64>,
+    /// Most new tokens.
+    pub max_tokens: u32,
+    /// Stop strings.
+    pub stop: Vec<String>,
+    /// Sampler seed, for servers that honour it.
+    pub seed: Option<u64>,
+}
+
+impl Default for ChatParams {
+    fn default() -> Self {
+        Self {
+            temperature: 1.0,
+            top_p: None,
+            top_k: None,
+            max_tokens: 256,
+            stop: Vec::new(),
+            seed: None,
+        }
+    }
+}
+
+/// The first choice of a completion, as the client returns it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatReply {
+    /// The assistant's text.
+    pub text: String,
+    /// `stop`, `length`, ... as the server said (None if it said nothing).
+    pub finish_reason: Option<String>,
+    /// Per-token log-probs when requested and provided.
+    pub logprobs: Option<Vec<TokenLogprob>>,
+    /// Token counts when the server reported them.
+    pub usage: Option<Usage>,
+}
+
+/// Client of one OpenAI-compatible server (llama.cpp server, vLLM, Ollama, `quester serve`).
+#[derive(Debug, Clone)]
+pub struct OpenAiClient {
+    config: OpenAiConfig,
+    agent: ureq::Agent,
+    api_key: Option<String>,
+}
+
+/// Outcome of one HTTP exchange before retry classification.
+enum Attempt {
+    Done(String),
+    Retry(OpenAiError),
+    Fail(OpenAiError),
+}
+
+impl OpenAiClient {
+    /// Builds a client; checks the config and reads the API key variable if one is named.
+    pub fn new(config: OpenAiConfig) -> Result<Self, OpenAiError> {
+        config.validate()?;
+        let api_key = match &config.api_key_env {
+            None => None,
+            Some(var) => Some(std::env::var(var).map_err(|_| {
+                OpenAiError::Config(format!(
+                    "api_key_env: environment variable {var:?} is not set (or not UTF-8)"
+                ))
+            })?),
+        };
+        let agent_config = ureq::Agent::config_builder()
+            .timeout_global(Some(Duration::from_secs_f64(config.timeout_s)))
+            .http_status_as_error(false)
+            .build();
+        Ok(Self {
+            config,
+            agent: ureq::Agent::new_with_config(agent_config),
+            api_key,
+        })
+    }
+
+    /// The configuration in use.
+    pub fn config(&self) -> &OpenAiConfig {
+        &self.config
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}/{}", self.config.base_url.trim_end_matches('/'), path)
+    }
+
+    /// The request body for `messages` with `params`.
+    pub(crate) fn request_body(
+        &self,
+        messages: &[WireMessage],
+        params: &ChatParams,
+    ) -> ChatCompletionRequest {
+        ChatCompletionRequest {
+            model: self.config.model.clone(),
+            messages: messages.to_vec(),
+            temperature: Some(params.temperature),
+            top_p: params.top_p,
+            top_k: params.top_k,
+            max_tokens: Some(i64::from(params.max_tokens)),
+            stop: (!params.stop.is_empty()).then(|| StopSpec::Many(params.stop.clone())),
+            seed: params.seed,
+            logprobs: self.config.request_logprobs.then_some(true),
+            n: None,
+            stream: None,
+        }
+    }
+
+    /// One chat completion (the first choice), with retries.
+    pub fn chat(
+        &self,
+        messages: &[WireMessage],
+        params: &ChatParams,
+    ) -> Result<ChatReply, OpenAiError> {
+        let url = self.url("chat/completions");
+        let body = serde_json::to_string(&self.request_body(messages, params))
+            .map_err(|e| OpenAiError::Config(format!("request cannot be serialised: {e}")))?;
+        let text = self.send_with_retries(&url, Some(&body))?;
+        parse_chat_reply(&url, &text)
+    }
+
+    /// Many chat completions, at most `max_concurrency` in flight; results in input order.
+    pub fn chat_many(
+        &self,
+        requests: &[(Vec<WireMessage>, ChatParams)],
+    ) -> Vec<Result<ChatReply, OpenAiError>> {
+        let slots: Vec<Mutex<Option<Result<ChatReply, OpenAiError>>>> =
+            requests.iter().map(|_| Mutex::new(None)).collect();
+        let next = AtomicUsize::new(0);
+        let workers = self.config.max_concurrency.min(requests.len());
+        std::thread::scope(|scope| {
+            for _ in 0..workers {
+                scope.spawn(|| loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some((messages, params)) = requests.get(i) else {
+                        break;
+                    };
+                    let reply = self.chat(messages, params);
+                    if let Ok(mut slot) = slots[i].lock() {
+                        *slot = Some(reply);
+                    }
+                });
+            }
+        });
+        slots
+            .into_iter()
+            .map(|slot| {
+                slot.into_inner().ok().flatten().unwrap_or_else(|| {
+                    Err(OpenAiError::Config("a request worker panicked".to_string()))
+                })
+            })
+            .collect()
+    }
+
+    /// The model ids the server lists at `GET /models`.
+    pub fn list_models(&self) -> Result<Vec<String>, OpenAiError> {
+        let url = self.url("models");
+        let text = self.send_with_retries(&url, None)?;
+        let malformed = |what: String| OpenAiError::Malformed {
+            url: url.clone(),
+            what,
+            excerpt: excerpt(&text, 200),
+        };
+        let v: Value = serde_json::from_str(&text)
+            .map_err(|e| malformed(format!("body is not JSON ({e})")))?;
+        let data = v
+            .get("data")
+            .ok_or_else(|| malformed("missing field `data`".into()))?
+            .as_array()
+            .ok_or_else(|| malformed("`data` is not an array".into()))?;
+        data.iter()
+            .enumerate()
+            .map(|(i, m)| {
+                m.get("id")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+                    .ok_or_else(|| malformed(format!("`data[{i}].id` is missing or not a string")))
+            })
+            .collect()
+    }
+
+    fn send_with_retries(&self, url: &str, body: Option<&str>) -> Result<String, OpenAiError> {
+        let mut attempts = 0u32;
+        loop {
+            attempts += 1;
+            match self.send_once(url, body, attempts) {
+                Attempt::Done(text) => return Ok(text),
+                Attempt::Fail(e) => return Err(e),
+                Attempt::Retry(e) if attempts > self.config.max_retries => return Err(e),
+                Attempt::Retry(e) => {
+                    let wait = self.config.backoff_ms(attempts - 1);
+                    tracing::warn!("{e}; retrying in {wait} ms");
+                    std::thread::sleep(Duration::from_millis(wait));
+                }
+            }
+        }
+    }
+
+    fn send_once(&self, url: &str, body: Option<&str>, attempts: u32) -> Attempt {
+        let result = match body {
+            Some(body) => {
+                let mut req = self
+                    .agent
+                    .post(url)
+                    .header("Content-Type", "application/json");
+                if let Some(key) = &self.api_key {
+                    req = req.header("Authorization", format!("Bearer {key}"));
+                }
+                req.send(body)
+            }
+            None => {
+                let mut req = self.agent.get(url);
+                if let Some(key) = &self.api_key {
+                    req = req.header("Authorization", format!("Bearer {key}"));
+                }
+                req.call()
+            }
+        };
+        let read = result.and_then(|mut resp| {
+            let status = resp.status().as_u16();
+            let bytes = resp
+                .body_mut()
+                .with_config()
+                .limit(MAX_BODY_BYTES)
+                .read_to_vec()?;
+            Ok((status, bytes))
+        });
+        match read {
+            Ok((status, bytes)) => {
+                let text = String::from_utf8_lossy(&bytes).into_owned();
+                if (200..300).contains(&status) {
+                    return Attempt::Done(text);
+                }
+                let err = OpenAiError::Status {
+                    url: url.to_string(),
+                    status,
+                    message: error_message(&text),
+                    attempts,
+                };
+                if status == 429 || status >= 500 {
+                    Attempt::Retry(err)
+                } else {
+                    Attempt::Fail(err)
+                }
+            }
+            Err(ureq::Error::Timeout(_)) => Attempt::Retry(OpenAiError::Timeout {
+                url: url.to_string(),
+                timeout_s: self.config.timeout_s,
+                attempts,
+            }),
+            Err(e) => {
+                let err = OpenAiError::Transport {
+                    url: url.to_string(),
+                    message: e.to_string(),
+                    attempts,
+                };
+                match e {
+                    // Mistakes in the request itself: retrying cannot help.
+                    ureq::Error::BadUri(_)
+                    | ureq::Error::Http(_)
+                    | ureq::Error::RequireHttpsOnly(_)
+                    | ureq::Error::TlsRequired
+                    | ureq::Error::BodyExceedsLimit(_) => Attempt::Fail(err),
+                    _ => Attempt::Retry(err),
+                }
+            }
+        }
+    }
+}
+
+/// The server's error message from an OpenAI-style error body, else the start of the body.
+fn error_message(body: &str) -> String {
+    let parsed: Option<Value> = serde_json::from_str(body).ok();
+    let from_json = parsed.as_ref().and_then(|v| {
+        let err = v.get("error")?;
+        err.get("message")
+            .and_then(Value::as_str)
+            .or_else(|| err.as_str())
+            .map(str::to_string)
+    });
+    from_json.unwrap_or_else(|| excerpt(body.trim(), 200))
+}
+
+/// Reads the first choice of a chat-completion body, naming the JSON path of anything wrong.
+pub fn parse_chat_reply(url: &str, body: &str) -> Result<ChatReply, OpenAiError> {
+    let malformed = |what: String| OpenAiError::Malformed {
+        url: url.to_string(),
+        what,
+        excerpt: excerpt(body, 200),
+    };
+    let v: Value =
+        serde_json::from_str(body).map_err(|e| malformed(format!("body is not JSON ({e})")))?;
+    if !v.is_object() {
+        return Err(malformed("body is not a JSON object".into()));
+    }
+    if let Some(err) = v.get("error") {
+        return Err(malformed(format!("server returned an error object: {err}")));
+    }
+    let choices = v
+        .get("choices")
+        .ok_or_else(|| malformed("missing field `choices`".into()))?
+        .as_array()
+        .ok_or_else(|| malformed("`choices` is not an array".into()))?;
+    let choice = choices
+        .first()
+        .ok_or_else(|| malformed("`choices` is empty".into()))?;
+    let message = choice
+        .get("message")
+        .ok_or_else(|| malformed("missing field `choices[0].message`".into()))?;
+    let text = message
+        .get("content")
+        .ok_or_else(|| malformed("missing field `choices[0].message.content`".into()))?
+        .as_str()
+        .ok_or_else(|| malformed("`choices[0].message.content` is not a string".into()))?
+        .to_string();
+    let finish_reason = choice
+        .get("finish_reason")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let logprobs = match choice.get("logprobs") {
+        None | Some(Value::Null) => None,
+        Some(lp) => Some(parse_logprobs(lp).map_err(malformed)?),
+    };
+    // Usage is informational: a server that reports it oddly still gave a usable answer.
+    let usage = v
+        .get("usage")
+        .and_then(|u| serde_json::from_value::<Usage>(u.clone()).ok());
+    Ok(ChatReply {
+        text,
+        finish_reason,
+        logprobs,
+        usage,
+    })
+}
+
+fn parse_logprobs(lp: &Value) -> Result<Vec<TokenLogprob>, String> {
+    let content = match lp.get("content") {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(c) => c
+            .as_array()
+            .ok_or("`choices[0].logprobs.content` is not an array")?,
+    };
+    content
+        .iter()
+        .enumerate()
+        .map(|(i, entry)| {
+            let token = entry.get("token").and_then(Value::as_str).ok_or(format!(
+                "`choices[0].logprobs.content[{i}].token` is missing or not a string"
+            ))?;
+            let logprob = entry.get("logprob").and_then(Value::as_f64).ok_or(format!(
+                "`choices[0].logprobs.content[{i}].logprob` is missing or not a number"
+            ))?;
+            Ok(TokenLogprob {
+                token: token.to_string(),
+                logprob,
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,37 @@
+//! The server: a policy behind an OpenAI-compatible HTTP API (`POST /v1/chat/completions`,
+//! `GET /v1/models`). Requests that arrive together are generated as one batch.
+
+mod backend;
+mod batcher;
+mod config;
+mod http;
+mod policy_backend;
+mod request;
+
+pub use backend::{BackendError, ChatBackend, GenerationOutput, GenerationRequest};
+pub use config::ServeConfig;
+pub use http::{serve_backend, ServeError, ServerHandle};
+
+use http::serve_from;
+use policy_backend::PolicyBackend;
+
+/// Serves a trainer [`quester_train::policy::Policy`] (e.g. the one `quester_train::api::build_policy` builds,
+/// with a checkpoint loaded) on `addr`. `make` runs on the generation thread, so the policy need
+/// not be `Send`; its error is returned as [`ServeError::Model`]. This is the CLI's `serve`.
+pub fn serve_policy<F>(
+    make: F,
+    model_id: &str,
+    addr: &str,
+    config: ServeConfig,
+) -> Result<ServerHandle, ServeError>
+where
+    F: FnOnce() -> Result<Box<dyn quester_train::policy::Policy>, String> + Send + 'static,
+{
+    let id = model_id.to_string();
+    serve_from(
+        move || make().map(|p| Box::new(PolicyBackend::new(p, id)) as Box<dyn ChatBackend>),
+        model_id,
+        addr,
+        config,
+    )
+}

@@ -1,0 +1,6 @@
+//! quester-serve's integration tests, one binary (one link instead of one per file).
+
+mod bandit;
+mod openai_client;
+mod serve_api;
+mod serve_policy;
