@@ -5,7 +5,7 @@
 
 Keys move as crates/quester-train/src/config/migrate.rs renames them (RENAMES below is the
 same list; `cargo test -p quester-train --lib config::migrate` checks that the Rust table and
-docs/training.md agree, and tests/presets.rs that every preset loads without a rename). A
+docs/training.md agree, and tests/it/presets.rs that every preset loads without a rename). A
 moved key takes the comment lines directly above it (and its inline comment) along; blank
 lines and other comments stay where they were. New tables go after their parent section and
 its sub-tables ([algorithm.advantage] and [algorithm.loss] after [algorithm], [model.lora]

@@ -1,5 +1,4 @@
 //! Shared setup of the integration tests: bandit configs for the tabular policy.
-#![allow(dead_code)]
 
 use quester_train::TrainConfig;
 

@@ -5,7 +5,6 @@
 //! pulls the revealed arm in attempt 2 (pass@2 = 1). Cross-attempt credit (traj_gamma > 0) is
 //! what makes scouting worth it: with traj_gamma = 0 scouting only costs.
 
-mod common;
 
 use quester_train::api::{build_policy, env_factory};
 use quester_train::prompts::PromptTemplates;
@@ -37,7 +36,7 @@ fn run(cfg: TrainConfig, name: &str) -> Outcome {
         cfg.clone(),
         build_policy(&cfg).unwrap(),
         env_factory(&cfg),
-        &common::run_dir(&tmp, name),
+        &crate::common::run_dir(&tmp, name),
         false,
     )
     .unwrap();
@@ -84,7 +83,7 @@ fn run(cfg: TrainConfig, name: &str) -> Outcome {
 fn grpo_raises_reward_on_the_bandit_without_scouting() {
     // A single-episode learner stops wasting attempts on `scout` (reward 0) and pulls arms:
     // the mean reward rises from 1/5 (uniform over 5 responses) to 1/4.
-    let o = run(common::grpo_bandit(STEPS), "grpo");
+    let o = run(crate::common::grpo_bandit(STEPS), "grpo");
     eprintln!(
         "grpo: pass {:?} scout {:.3} reward {:.3} -> {:.3}",
         o.pass, o.scout_rate_attempt1, o.reward_early, o.reward_late
@@ -103,8 +102,8 @@ fn grpo_raises_reward_on_the_bandit_without_scouting() {
 
 #[test]
 fn lamer_learns_to_scout_then_exploit_and_beats_grpo_pass2() {
-    let lamer = run(common::lamer_bandit(0.9, STEPS), "lamer");
-    let grpo = run(common::grpo_bandit(STEPS), "grpo");
+    let lamer = run(crate::common::lamer_bandit(0.9, STEPS), "lamer");
+    let grpo = run(crate::common::grpo_bandit(STEPS), "grpo");
     eprintln!(
         "lamer: pass {:?} scout {:.3}; grpo pass {:?}",
         lamer.pass, lamer.scout_rate_attempt1, grpo.pass
@@ -129,11 +128,11 @@ fn lamer_learns_to_scout_then_exploit_and_beats_grpo_pass2() {
 
 #[test]
 fn without_cross_attempt_credit_scouting_disappears() {
-    let g0 = run(common::lamer_bandit(0.0, STEPS), "lamer0");
-    let g9 = run(common::lamer_bandit(0.9, STEPS), "lamer9");
+    let g0 = run(crate::common::lamer_bandit(0.0, STEPS), "lamer0");
+    let g9 = run(crate::common::lamer_bandit(0.9, STEPS), "lamer9");
     // At 0.6 the step advantage of scouting (0.6 x 1 - (1/4 + 3/4 x 0.6/3) = 0.2) is smaller than
     // the episode advantage it loses (1/4), so GiGPO does not learn to scout either.
-    let g6 = run(common::lamer_bandit(0.6, STEPS), "lamer6");
+    let g6 = run(crate::common::lamer_bandit(0.6, STEPS), "lamer6");
     eprintln!(
         "traj_gamma 0.6: pass {:?} scout {:.3}",
         g6.pass, g6.scout_rate_attempt1

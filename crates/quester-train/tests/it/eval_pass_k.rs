@@ -3,7 +3,6 @@
 //! computed by hand over the trials returned, its monotonicity, sample 0 of every task being the
 //! old evaluation exactly, and the keys a training run logs.
 
-mod common;
 
 use std::collections::BTreeMap;
 
@@ -15,7 +14,7 @@ use quester_train::trainer::{evaluate_policy, EvalResult};
 use quester_train::TrainConfig;
 
 fn config(samples_per_task: usize) -> TrainConfig {
-    let mut cfg = common::lamer_bandit(0.9, 2);
+    let mut cfg = crate::common::lamer_bandit(0.9, 2);
     cfg.eval.tasks = 40;
     cfg.eval.samples_per_task = samples_per_task;
     cfg.validate().unwrap();

@@ -4,8 +4,7 @@
 //! worked by hand, the memory through a checkpoint, evaluation without tips, and the memory's
 //! effect on exploration against GRPO.
 
-mod common;
-use common::room::{last_f64, level_file, rows, train};
+use crate::common::room::{last_f64, level_file, rows, train};
 use quester_train::api::{build_policy, env_factory};
 use quester_train::behaviour::old_logprobs;
 use quester_train::method::empo2::memory::Embedder;

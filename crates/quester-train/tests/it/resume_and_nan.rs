@@ -2,7 +2,6 @@
 //! uninterrupted one (same metrics lines, same trajectories, same weights); a non-finite loss
 //! skips the update and is logged.
 
-mod common;
 
 use quester_train::api::{build_policy, env_factory};
 use quester_train::policy::tabular::TabularPolicy;
@@ -15,7 +14,7 @@ use serde_json::Value;
 use std::path::Path;
 
 fn cfg() -> TrainConfig {
-    let mut c = common::lamer_bandit(0.9, 8);
+    let mut c = crate::common::lamer_bandit(0.9, 8);
     c.training.checkpoint_every = 3;
     c.eval.every = 4;
     c.eval.tasks = 20;

@@ -16,8 +16,7 @@
 //! while SGE finds 40.9, ahead in 8/8 seeds. The price is visible too: SGE's reward climbs
 //! later (half of each group plays elsewhere).
 
-mod common;
-use common::room::{last_f64, level_file, rows, train};
+use crate::common::room::{last_f64, level_file, rows, train};
 use quester_train::api::{build_policy, env_factory};
 use quester_train::method::sge::{Sge, SgeConfig};
 use quester_train::method::{Common, TrainingMethod};

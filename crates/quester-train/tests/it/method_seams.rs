@@ -3,7 +3,6 @@
 //! when its record says they are not the current policy's; a method can train a response under
 //! another context.
 
-mod common;
 
 use quester_train::api::{build_policy, env_factory};
 use quester_train::method::{Common, TrainingMethod};
@@ -99,7 +98,7 @@ fn metrics(dir: &Path) -> Vec<Map<String, Value>> {
 
 #[test]
 fn method_state_round_trips_and_a_killed_run_resumes_identically() {
-    let mut c = common::lamer_bandit(0.9, 6);
+    let mut c = crate::common::lamer_bandit(0.9, 6);
     c.training.checkpoint_every = 2;
     c.eval.tasks = 10;
     let tmp = tempfile::tempdir().unwrap();
@@ -191,7 +190,7 @@ fn one_step(c: &TrainConfig, retrain_prefix: Option<&str>) -> (usize, Vec<u32>) 
 
 #[test]
 fn old_logprobs_are_rescored_exactly_when_the_record_says_so() {
-    let mut c = common::lamer_bandit(0.9, 1);
+    let mut c = crate::common::lamer_bandit(0.9, 1);
     c.rollout.tasks_per_step = 2;
     c.rollout.group_size = 2;
     c.eval.at_end = false;

@@ -1,0 +1,18 @@
+//! quester-train's integration tests, one binary (each file a module; `common` holds the shared
+//! configs and helpers).
+
+mod common;
+mod bandit_learning;
+mod config_layout;
+mod config_validation;
+mod empo2;
+mod eval_pass_k;
+mod herl_learning;
+mod mage_learning;
+mod method_seams;
+mod native_policy;
+mod presets;
+mod resume_and_nan;
+mod rollout_engine;
+mod sge_learning;
+mod sokoban_learning;
