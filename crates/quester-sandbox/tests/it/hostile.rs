@@ -1,14 +1,12 @@
 //! Hostile submissions: each one ends within the wall limit + 2 s as a failed outcome with a
 //! readable message, and leaves no process of the run behind.
 
-mod common;
-
 use std::io::ErrorKind;
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use common::{assert_in_time, assert_nothing_left, quick_limits, sandbox, unique};
+use crate::common::{assert_in_time, assert_nothing_left, quick_limits, sandbox, unique};
 use quester_sandbox::{Execution, Layers, Sandbox, Termination, TestReport};
 
 const CHECK3: &str = "def check(candidate):\n    assert candidate(1) == 1\n    assert candidate(2) == 2\n    assert candidate(3) == 3\n";
