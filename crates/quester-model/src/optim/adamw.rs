@@ -398,8 +398,14 @@ impl InplaceOp2 for Kernel<'_> {
     ) -> candle_core::Result<()> {
         let p = slice_mut(s1, l1, "the parameter")?;
         let g = slice(s2, l2, "the gradient")?;
-        let mut m = self.m.lock().unwrap_or_else(|e| e.into_inner());
-        let mut v = self.v.lock().unwrap_or_else(|e| e.into_inner());
+        let mut m = self
+            .m
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut v = self
+            .v
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if g.len() != p.len() || m.len() != p.len() || v.len() != p.len() {
             candle_core::bail!(
                 "fused-adamw: lengths differ (param {}, grad {}, m {}, v {})",

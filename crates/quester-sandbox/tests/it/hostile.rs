@@ -50,6 +50,7 @@ fn protections_are_reported() {
     let off = [
         p.network_namespace,
         p.pid_namespace,
+        // SAFETY: geteuid takes no arguments and cannot fail.
         p.uid_drop || unsafe { libc::geteuid() } != 0,
         p.landlock_fs,
     ]
@@ -171,6 +172,7 @@ fn fork_bombs_are_refused() {
 #[test]
 fn a_fork_bomb_past_the_guards_is_bounded_and_cleaned_up() {
     let sb = sandbox();
+    // SAFETY: geteuid takes no arguments and cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
     // As root without the uid drop RLIMIT_NPROC does not bind: keep the loop finite there.
     let bounded = root && !sb.protections().uid_drop;
