@@ -47,7 +47,7 @@ fn time<T>(label: &str, reps: u32, mut f: impl FnMut() -> T) {
     for _ in 0..reps {
         std::hint::black_box(f());
     }
-    let per = start.elapsed().as_secs_f64() / reps as f64;
+    let per = start.elapsed().as_secs_f64() / f64::from(reps);
     println!("{label}: {:.3} ms per call", per * 1e3);
 }
 
@@ -79,7 +79,7 @@ fn main() {
     let new: Vec<Vec<f64>> = (0..64)
         .map(|i| {
             (0..n_tok)
-                .map(|t| -0.01 - ((i * 13 + t * 7) % 100) as f64 / 40.0)
+                .map(|t| -0.01 - f64::from((i * 13 + t * 7) % 100) / 40.0)
                 .collect()
         })
         .collect();

@@ -119,7 +119,9 @@ pub fn default_model_dir() -> Result<PathBuf, EmbedError> {
     // Threads of one process fetch one after another, so a cold cache costs one download (other
     // processes may download at the same time: the renames are atomic, every copy is checked).
     static FETCHING: Mutex<()> = Mutex::new(());
-    let _guard = FETCHING.lock().unwrap_or_else(|e| e.into_inner());
+    let _guard = FETCHING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     quester_fetch::fetch_all(&DEFAULT_MODEL_FILES)
         .map_err(|source| EmbedError::Fetch { source })?;
     Ok(quester_fetch::quester_home().join(DEFAULT_CACHE_SUBDIR))

@@ -29,7 +29,7 @@ pub(crate) fn cached(pattern: &str) -> Option<Regex> {
     // still consistent (insertions are atomic from its point of view).
     let mut map = cache
         .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if let Some(found) = map.get(pattern) {
         return found.clone();
     }

@@ -38,7 +38,11 @@ pub fn score_prompt(prompt: &IfevalPrompt, response: &str) -> PromptScore {
     }
     PromptScore {
         key: prompt.key,
-        ids: prompt.instructions.iter().map(|i| i.id()).collect(),
+        ids: prompt
+            .instructions
+            .iter()
+            .map(super::Instruction::id)
+            .collect(),
         strict,
         loose,
     }

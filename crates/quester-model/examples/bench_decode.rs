@@ -149,7 +149,7 @@ fn run() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
             let kernel = quester_model::ops::bf16::Bf16Kernel::best();
             let (name, limit) = match precision {
                 quester_model::Precision::Bf16 => (kernel.name(), p.of(kernel)),
-                _ => ("f32 FMA", p.f32_fma),
+                quester_model::Precision::F32 => ("f32 FMA", p.f32_fma),
             };
             println!(
                 "products: {gflop_per_token:.3} GFLOP a token, {gflops:.0} GFLOP/s = {:.0}% of the {name} limit measured now ({limit:.0} GFLOP/s on {} threads; f32 FMA {:.0}, bf16 {:.0})",

@@ -62,7 +62,7 @@ fn parse() -> Result<Args, String> {
             "--steps" => a.steps = num(&v)?,
             "--precision" => {
                 a.precision = serde_json::from_value(serde_json::Value::String(v.clone()))
-                    .map_err(|_| format!("--precision {v}: allowed f32, bf16, auto"))?
+                    .map_err(|_| format!("--precision {v}: allowed f32, bf16, auto"))?;
             }
             other => return Err(format!("unknown argument {other}")),
         }

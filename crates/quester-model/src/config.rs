@@ -113,9 +113,13 @@ impl ModelConfig {
     pub fn from_hf_json(text: &str) -> std::result::Result<Self, String> {
         let v: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
         let s = |k: &str| v.get(k).and_then(|x| x.as_str()).map(str::to_string);
-        let u = |k: &str| v.get(k).and_then(|x| x.as_u64()).map(|x| x as usize);
-        let f = |k: &str| v.get(k).and_then(|x| x.as_f64());
-        let b = |k: &str| v.get(k).and_then(|x| x.as_bool());
+        let u = |k: &str| {
+            v.get(k)
+                .and_then(serde_json::Value::as_u64)
+                .map(|x| x as usize)
+        };
+        let f = |k: &str| v.get(k).and_then(serde_json::Value::as_f64);
+        let b = |k: &str| v.get(k).and_then(serde_json::Value::as_bool);
         let model_type = s("model_type").ok_or("missing key `model_type`")?;
         let architecture = match model_type.as_str() {
             "llama" | "mistral" => Architecture::Llama,
@@ -147,7 +151,7 @@ impl ModelConfig {
         let rope_theta = f("rope_theta")
             .or_else(|| {
                 rope.and_then(|r| r.get("rope_theta"))
-                    .and_then(|t| t.as_f64())
+                    .and_then(serde_json::Value::as_f64)
             })
             .unwrap_or(10000.0);
         let hidden_size = req("hidden_size")?;

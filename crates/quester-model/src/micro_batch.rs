@@ -190,7 +190,7 @@ mod tests {
         let ft: Vec<usize> = v.iter().map(|x| x.len() - 1).collect();
         for budget in [16, 30, 40, 60, 200] {
             let p = plan(&r, &ft, MicroBatchLimits::tokens(budget));
-            assert_eq!(p.iter().map(|x| x.len()).sum::<usize>(), v.len());
+            assert_eq!(p.iter().map(ExactSizeIterator::len).sum::<usize>(), v.len());
             for range in p {
                 let tf = ft[range.clone()].iter().copied().min().unwrap();
                 let cost = computed_tokens(&r[range.clone()], tf);

@@ -94,7 +94,7 @@ impl AwakeWorkers {
         };
         let threads = rayon::current_num_threads();
         // More workers than cores: a spinner would take a core from a worker with work.
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
         if threads < 2
             || threads > cores
             || AWAKE_ACTIVE
@@ -221,7 +221,7 @@ mod tests {
             !one.install(AwakeWorkers::start).is_active(),
             "one thread: nothing to wake"
         );
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
         let over = rayon::ThreadPoolBuilder::new()
             .num_threads(cores + 1)
             .build()

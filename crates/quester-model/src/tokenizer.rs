@@ -98,7 +98,7 @@ impl Tokenizer {
             .filter(|(i, _)| {
                 matches!(
                     types.get(*i),
-                    Some(&TOKEN_TYPE_CONTROL) | Some(&TOKEN_TYPE_USER_DEFINED)
+                    Some(&TOKEN_TYPE_CONTROL | &TOKEN_TYPE_USER_DEFINED)
                 )
             })
             .map(|(i, t)| {

@@ -45,7 +45,9 @@ pub(crate) fn drain<R: Read>(mut reader: R, cap: usize, sink: &Mutex<Captured>) 
         match reader.read(&mut buf) {
             Ok(0) => return,
             Ok(n) => {
-                let mut captured = sink.lock().unwrap_or_else(|p| p.into_inner());
+                let mut captured = sink
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
                 captured.push(&buf[..n], cap);
             }
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
@@ -82,7 +84,10 @@ impl Capture {
     pub(crate) fn finish(self, deadline: Instant) -> Captured {
         let wait = deadline.saturating_duration_since(Instant::now());
         let _ = self.done.recv_timeout(wait);
-        let mut captured = self.shared.lock().unwrap_or_else(|p| p.into_inner());
+        let mut captured = self
+            .shared
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         std::mem::take(&mut *captured)
     }
 }

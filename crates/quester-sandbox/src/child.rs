@@ -106,43 +106,51 @@ impl MountPlan {
 
     /// In the child, in its new (already private) mount namespace: async-signal-safe calls only.
     unsafe fn apply(&self) -> io::Result<()> {
-        let null = std::ptr::null::<libc::c_char>();
-        // The folders to bind back, opened before the tmpfs hides them. Opened here, not in the
-        // parent: a bind source must be a mount of this (new) namespace.
-        let mut sources = [-1 as libc::c_int; MAX_BINDS];
-        for (slot, target) in sources.iter_mut().zip(&self.binds) {
-            *slot = libc::open(target.as_ptr(), libc::O_PATH | libc::O_CLOEXEC);
-            if *slot < 0 {
-                return Err(io::Error::last_os_error());
+        // SAFETY: libc calls on NUL-terminated strings this plan owns (CStrings built in the parent
+        // before the clone) and on the fds opened just here; the caller is the cloned child
+        // in its own mount namespace (this fn's contract), so the mounts reach nothing of
+        // the host's.
+        unsafe {
+            let null = std::ptr::null::<libc::c_char>();
+            // The folders to bind back, opened before the tmpfs hides them. Opened here, not in the
+            // parent: a bind source must be a mount of this (new) namespace.
+            let mut sources = [-1 as libc::c_int; MAX_BINDS];
+            for (slot, target) in sources.iter_mut().zip(&self.binds) {
+                *slot = libc::open(target.as_ptr(), libc::O_PATH | libc::O_CLOEXEC);
+                if *slot < 0 {
+                    return Err(io::Error::last_os_error());
+                }
             }
-        }
-        for hide in &self.hides {
-            check(libc::mount(
-                c"tmpfs".as_ptr(),
-                hide.as_ptr(),
-                c"tmpfs".as_ptr(),
-                libc::MS_NOSUID | libc::MS_NODEV,
-                c"mode=0755,size=1m".as_ptr().cast(),
-            ))?;
-        }
-        for dir in &self.dirs {
-            if libc::mkdir(dir.as_ptr(), 0o755) != 0 && *libc::__errno_location() != libc::EEXIST {
-                return Err(io::Error::last_os_error());
+            for hide in &self.hides {
+                check(libc::mount(
+                    c"tmpfs".as_ptr(),
+                    hide.as_ptr(),
+                    c"tmpfs".as_ptr(),
+                    libc::MS_NOSUID | libc::MS_NODEV,
+                    c"mode=0755,size=1m".as_ptr().cast(),
+                ))?;
             }
+            for dir in &self.dirs {
+                if libc::mkdir(dir.as_ptr(), 0o755) != 0
+                    && *libc::__errno_location() != libc::EEXIST
+                {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+            for (fd, target) in sources.iter().zip(&self.binds) {
+                let mut path = [0u8; 32];
+                fd_path(*fd, &mut path);
+                check(libc::mount(
+                    path.as_ptr().cast(),
+                    target.as_ptr(),
+                    null,
+                    libc::MS_BIND | libc::MS_REC,
+                    std::ptr::null(),
+                ))?;
+                libc::close(*fd);
+            }
+            Ok(())
         }
-        for (fd, target) in sources.iter().zip(&self.binds) {
-            let mut path = [0u8; 32];
-            fd_path(*fd, &mut path);
-            check(libc::mount(
-                path.as_ptr().cast(),
-                target.as_ptr(),
-                null,
-                libc::MS_BIND | libc::MS_REC,
-                std::ptr::null(),
-            ))?;
-            libc::close(*fd);
-        }
-        Ok(())
     }
 }
 
@@ -249,112 +257,127 @@ struct ChildPlan {
 impl ChildPlan {
     /// In the cloned child: async-signal-safe calls only. Returns only on failure.
     unsafe fn exec(&self) -> io::Error {
-        match self.setup() {
-            Ok(()) => {
-                libc::execve(self.path.as_ptr(), self.argv.as_ptr(), self.envp.as_ptr());
-                io::Error::last_os_error()
+        // SAFETY: the caller is the cloned child (this fn's contract); path, argv and envp point
+        // into CStrings and null-terminated pointer arrays that `self` keeps alive, as
+        // execve needs.
+        unsafe {
+            match self.setup() {
+                Ok(()) => {
+                    libc::execve(self.path.as_ptr(), self.argv.as_ptr(), self.envp.as_ptr());
+                    io::Error::last_os_error()
+                }
+                Err(e) => e,
             }
-            Err(e) => e,
         }
     }
 
     unsafe fn setup(&self) -> io::Result<()> {
-        // Move the four ends (and the ruleset, which may sit on a low fd too) above the range
-        // they go to, then into place (dup2 clears CLOEXEC).
-        let landlock_fd = if self.landlock_fd >= 0 {
-            let fd = libc::fcntl(self.landlock_fd, libc::F_DUPFD_CLOEXEC, 10);
-            if fd < 0 {
+        // SAFETY: the caller is the cloned child (this fn's contract), so the fd moves, signal
+        // state, mounts, limits and uid change touch that process alone; every pointer
+        // passed is a NUL-terminated CString of `self`, a local that outlives the call, or
+        // null where the call takes null.
+        unsafe {
+            // Move the four ends (and the ruleset, which may sit on a low fd too) above the range
+            // they go to, then into place (dup2 clears CLOEXEC).
+            let landlock_fd = if self.landlock_fd >= 0 {
+                let fd = libc::fcntl(self.landlock_fd, libc::F_DUPFD_CLOEXEC, 10);
+                if fd < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                fd
+            } else {
+                -1
+            };
+            let mut high = [0; 4];
+            for (h, fd) in high.iter_mut().zip(self.fds) {
+                *h = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 10);
+                if *h < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+            for (target, h) in high.into_iter().enumerate() {
+                check(libc::dup2(h, target as libc::c_int))?;
+            }
+            // The parent's signal mask and ignored signals would survive exec.
+            let mut empty: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut empty);
+            libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+            // Its own session and process group, so the whole tree can be killed at once.
+            if libc::setsid() < 0 {
                 return Err(io::Error::last_os_error());
             }
-            fd
-        } else {
-            -1
-        };
-        let mut high = [0; 4];
-        for (h, fd) in high.iter_mut().zip(self.fds) {
-            *h = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 10);
-            if *h < 0 {
-                return Err(io::Error::last_os_error());
-            }
-        }
-        for (target, h) in high.into_iter().enumerate() {
-            check(libc::dup2(h, target as libc::c_int))?;
-        }
-        // The parent's signal mask and ignored signals would survive exec.
-        let mut empty: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut empty);
-        libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-        // Its own session and process group, so the whole tree can be killed at once.
-        if libc::setsid() < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        if self.isolation.namespaces & libc::CLONE_NEWNS != 0 {
-            let null = std::ptr::null::<libc::c_char>();
-            // Private first, so nothing done here reaches the host's mount table.
-            check(libc::mount(
-                null,
-                c"/".as_ptr(),
-                null,
-                libc::MS_REC | libc::MS_PRIVATE,
-                std::ptr::null(),
-            ))?;
-            if self.isolation.private_proc {
+            if self.isolation.namespaces & libc::CLONE_NEWNS != 0 {
+                let null = std::ptr::null::<libc::c_char>();
+                // Private first, so nothing done here reaches the host's mount table.
                 check(libc::mount(
-                    c"proc".as_ptr(),
-                    c"/proc".as_ptr(),
-                    c"proc".as_ptr(),
-                    libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                    null,
+                    c"/".as_ptr(),
+                    null,
+                    libc::MS_REC | libc::MS_PRIVATE,
                     std::ptr::null(),
                 ))?;
+                if self.isolation.private_proc {
+                    check(libc::mount(
+                        c"proc".as_ptr(),
+                        c"/proc".as_ptr(),
+                        c"proc".as_ptr(),
+                        libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                        std::ptr::null(),
+                    ))?;
+                }
+                if let Some(m) = self.isolation.mounts {
+                    m.apply()?;
+                }
             }
-            if let Some(m) = self.isolation.mounts {
-                m.apply()?;
+            check(libc::chdir(self.cwd.as_ptr()))?;
+            let r = &self.rlimits;
+            // soft == hard: SIGKILL at the limit (a pid namespace's init ignores SIGXCPU).
+            set_rlimit(libc::RLIMIT_CPU, r.cpu_seconds, r.cpu_seconds)?;
+            set_rlimit(libc::RLIMIT_AS, r.memory_bytes, r.memory_bytes)?;
+            set_rlimit(libc::RLIMIT_NPROC, r.max_processes, r.max_processes)?;
+            set_rlimit(libc::RLIMIT_FSIZE, r.max_file_bytes, r.max_file_bytes)?;
+            set_rlimit(libc::RLIMIT_CORE, 0, 0)?;
+            set_rlimit(libc::RLIMIT_NOFILE, MAX_OPEN_FILES, MAX_OPEN_FILES)?;
+            if let Some(uid) = self.uid {
+                // Raw syscalls: glibc's wrappers would try to sync the change across threads.
+                check(
+                    libc::syscall(libc::SYS_setgroups, 0usize, std::ptr::null::<libc::gid_t>())
+                        as _,
+                )?;
+                check(libc::syscall(libc::SYS_setresgid, uid, uid, uid) as _)?;
+                check(libc::syscall(libc::SYS_setresuid, uid, uid, uid) as _)?;
             }
+            // No setuid binary can give privileges back; Landlock needs it too.
+            check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))?;
+            if landlock_fd >= 0 {
+                check(libc::syscall(landlock::SYS_RESTRICT_SELF, landlock_fd, 0u32) as _)?;
+            }
+            // Whatever else the parent left inheritable closes at exec; the error pipe must stay
+            // open until then. Old kernels lack close_range; nothing depends on it.
+            libc::syscall(libc::SYS_close_range, 4u32, u32::MAX, 1u32 << 2);
+            Ok(())
         }
-        check(libc::chdir(self.cwd.as_ptr()))?;
-        let r = &self.rlimits;
-        // soft == hard: SIGKILL at the limit (a pid namespace's init ignores SIGXCPU).
-        set_rlimit(libc::RLIMIT_CPU, r.cpu_seconds, r.cpu_seconds)?;
-        set_rlimit(libc::RLIMIT_AS, r.memory_bytes, r.memory_bytes)?;
-        set_rlimit(libc::RLIMIT_NPROC, r.max_processes, r.max_processes)?;
-        set_rlimit(libc::RLIMIT_FSIZE, r.max_file_bytes, r.max_file_bytes)?;
-        set_rlimit(libc::RLIMIT_CORE, 0, 0)?;
-        set_rlimit(libc::RLIMIT_NOFILE, MAX_OPEN_FILES, MAX_OPEN_FILES)?;
-        if let Some(uid) = self.uid {
-            // Raw syscalls: glibc's wrappers would try to sync the change across threads.
-            check(
-                libc::syscall(libc::SYS_setgroups, 0usize, std::ptr::null::<libc::gid_t>()) as _,
-            )?;
-            check(libc::syscall(libc::SYS_setresgid, uid, uid, uid) as _)?;
-            check(libc::syscall(libc::SYS_setresuid, uid, uid, uid) as _)?;
-        }
-        // No setuid binary can give privileges back; Landlock needs it too.
-        check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))?;
-        if landlock_fd >= 0 {
-            check(libc::syscall(landlock::SYS_RESTRICT_SELF, landlock_fd, 0u32) as _)?;
-        }
-        // Whatever else the parent left inheritable closes at exec; the error pipe must stay
-        // open until then. Old kernels lack close_range; nothing depends on it.
-        libc::syscall(libc::SYS_close_range, 4u32, u32::MAX, 1u32 << 2);
-        Ok(())
     }
 }
 
 /// Lowers a limit; never asks for more than the current hard limit, which a process without
 /// privileges could not raise.
 unsafe fn set_rlimit(resource: RlimitResource, soft: u64, hard: u64) -> io::Result<()> {
-    let mut current = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    check(libc::getrlimit(resource, &mut current))?;
-    let ceiling = current.rlim_max;
-    let lim = libc::rlimit {
-        rlim_cur: (soft as libc::rlim_t).min(ceiling),
-        rlim_max: (hard as libc::rlim_t).min(ceiling),
-    };
-    check(libc::setrlimit(resource, &lim))
+    // SAFETY: getrlimit and setrlimit get pointers to locals that outlive the calls.
+    unsafe {
+        let mut current = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        check(libc::getrlimit(resource, &mut current))?;
+        let ceiling = current.rlim_max;
+        let lim = libc::rlimit {
+            rlim_cur: (soft as libc::rlim_t).min(ceiling),
+            rlim_max: (hard as libc::rlim_t).min(ceiling),
+        };
+        check(libc::setrlimit(resource, &lim))
+    }
 }
 
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
@@ -381,7 +404,10 @@ struct UidLease {
 
 impl UidLease {
     fn take() -> UidLease {
-        let mut used = UID_SLOTS.used.lock().unwrap_or_else(|p| p.into_inner());
+        let mut used = UID_SLOTS
+            .used
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         loop {
             if let Some(slot) = used.iter().position(|u| !u) {
                 used[slot] = true;
@@ -394,14 +420,17 @@ impl UidLease {
             used = UID_SLOTS
                 .freed
                 .wait(used)
-                .unwrap_or_else(|p| p.into_inner());
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
         }
     }
 }
 
 impl Drop for UidLease {
     fn drop(&mut self) {
-        let mut used = UID_SLOTS.used.lock().unwrap_or_else(|p| p.into_inner());
+        let mut used = UID_SLOTS
+            .used
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         used[self.slot] = false;
         UID_SLOTS.freed.notify_one();
     }
@@ -564,7 +593,7 @@ pub(crate) fn run(cfg: Config<'_>) -> Result<Outcome, SandboxError> {
         isolation: cfg.isolation,
         uid,
         rlimits: cfg.rlimits,
-        landlock_fd: ruleset.as_ref().map_or(-1, |f| f.as_raw_fd()),
+        landlock_fd: ruleset.as_ref().map_or(-1, std::os::fd::AsRawFd::as_raw_fd),
     };
 
     let start = Instant::now();
@@ -602,6 +631,8 @@ pub(crate) fn run(cfg: Config<'_>) -> Result<Outcome, SandboxError> {
             // SAFETY: siginfo is plain data filled by the kernel.
             let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
             loop {
+                // SAFETY: `info` is a live, writable siginfo_t for the kernel to fill; `pid` is
+                // our child, not reaped (WNOWAIT), so the id cannot have been reused.
                 let r = unsafe {
                     libc::waitid(
                         libc::P_PID,
@@ -638,6 +669,8 @@ pub(crate) fn run(cfg: Config<'_>) -> Result<Outcome, SandboxError> {
     // SAFETY: rusage is plain data filled by the kernel.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     loop {
+        // SAFETY: `status` and `usage` are live locals for the kernel to fill; `pid` is our
+        // child, reaped only here.
         let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
         if r == pid || io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
             break;

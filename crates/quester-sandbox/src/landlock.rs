@@ -120,7 +120,14 @@ pub(crate) fn ruleset(abi: u32, writable: &Path) -> io::Result<OwnedFd> {
         _ => std::mem::size_of::<RulesetAttr>(),
     };
     // SAFETY: attr is a valid RulesetAttr and size never exceeds it.
-    let fd = unsafe { libc::syscall(SYS_CREATE_RULESET, &attr as *const RulesetAttr, size, 0u32) };
+    let fd = unsafe {
+        libc::syscall(
+            SYS_CREATE_RULESET,
+            std::ptr::from_ref::<RulesetAttr>(&attr),
+            size,
+            0u32,
+        )
+    };
     if fd < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -152,7 +159,7 @@ fn add_path_rule(ruleset: &OwnedFd, path: &Path, access: u64) -> io::Result<()> 
             SYS_ADD_RULE,
             ruleset.as_raw_fd(),
             RULE_PATH_BENEATH,
-            &attr as *const PathBeneathAttr,
+            std::ptr::from_ref::<PathBeneathAttr>(&attr),
             0u32,
         )
     };

@@ -235,8 +235,8 @@ pub fn policy_loss(
                             cfg.dual_clip,
                         );
                         clipped_tokens += 1;
-                        clip_n += term.clipped as usize;
-                        dual_n += term.dual_clipped as usize;
+                        clip_n += usize::from(term.clipped);
+                        dual_n += usize::from(term.dual_clipped);
                         (term.loss, term.grad)
                     }
                     TokenObjective::Hindsight => {
@@ -263,7 +263,7 @@ pub fn policy_loss(
     stats.kl = aggregate(&kl, &weights);
     let entropies: Vec<Vec<f64>> = responses
         .iter()
-        .map(|r| r.entropy.map(|e| e.to_vec()).unwrap_or_default())
+        .map(|r| r.entropy.map(<[f64]>::to_vec).unwrap_or_default())
         .collect();
     let has_entropy = responses.iter().all(|r| r.entropy.is_some());
     stats.entropy = if has_entropy {

@@ -349,13 +349,13 @@ fn run(
             .iter()
             .map(|&si| *states[si].ids.last().unwrap_or(&0))
             .collect();
-        for m in key_mask.iter_mut() {
+        for m in &mut key_mask {
             m.push(1);
         }
         let n = rows.len();
         let step = Tensor::from_vec(next, (n, 1), model.device())?;
         logits = model.forward_cached_with(&step, &key_mask, &real, &mut cache, packed)?;
-        for r in real.iter_mut() {
+        for r in &mut real {
             *r += 1;
         }
     }

@@ -244,7 +244,7 @@ mod tests {
         let (t, lp) = sample(&[0.0, 2.0, 1.0], 0.0, &params(1.0, 0), &mut rng);
         assert_eq!(t, 1);
         let z = 1.0f64 + 2f64.exp() + 1f64.exp();
-        assert!((lp as f64 - (2f64.exp() / z).ln()).abs() < 1e-6);
+        assert!((f64::from(lp) - (2f64.exp() / z).ln()).abs() < 1e-6);
     }
 
     /// The lane max finds what a left-to-right scan finds: the first of tied maxima, NaNs
@@ -483,7 +483,7 @@ mod tests {
         let (t, lp) = sample(&logits, 2.0, &params(1.0, 0), &mut rng);
         let p1 = 1.0 / (1.0 + (-0.5f64).exp());
         let expect = if t == 1 { p1 } else { 1.0 - p1 };
-        assert!((lp as f64 - expect.ln()).abs() < 1e-6);
+        assert!((f64::from(lp) - expect.ln()).abs() < 1e-6);
     }
 
     #[test]

@@ -72,7 +72,7 @@ pub fn load_hf_dir(dir: &Path) -> Result<LoadedModel> {
     let bos = token_string(tc.get("bos_token"));
     let tokenizer = Tokenizer::from_file(
         &dir.join("tokenizer.json"),
-        Some(&eos).filter(|s| !s.is_empty()).map(|s| s.as_str()),
+        Some(&eos).filter(|s| !s.is_empty()).map(String::as_str),
     )?;
     let template = match tc.get("chat_template") {
         Some(serde_json::Value::String(s)) => s.clone(),

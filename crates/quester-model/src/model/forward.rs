@@ -1,5 +1,6 @@
 //! Forward passes: full-sequence (training, scoring) and incremental with a KV cache (generation).
 
+use super::layout::{heads_first, positions};
 use super::shared_prefix::{common_prefix, worth_sharing};
 use super::{DecodeWeights, KvCache, Layer, Model, PackedLayer};
 use crate::error::{ModelError, Result};
@@ -17,23 +18,6 @@ pub(crate) fn mask_rows(mask: &Tensor) -> Result<Vec<Vec<u32>>> {
     Ok(m.into_iter()
         .map(|r| r.into_iter().map(|v| u32::from(v != 0.0)).collect())
         .collect())
-}
-
-/// Position of each token: the number of real tokens before it (so left padding is skipped).
-pub(crate) fn positions(mask: &[Vec<u32>], past: &[u32]) -> Vec<Vec<u32>> {
-    mask.iter()
-        .zip(past)
-        .map(|(row, &p0)| {
-            let mut seen = p0;
-            row.iter()
-                .map(|&m| {
-                    let p = seen;
-                    seen += m;
-                    p
-                })
-                .collect()
-        })
-        .collect()
 }
 
 impl Model {
@@ -451,11 +435,6 @@ impl Model {
     }
 }
 
-/// Keys or values [B, T, KVH, D] as [B, KVH, T, D].
-pub(super) fn heads_first(k: &Tensor) -> candle_core::Result<Tensor> {
-    k.transpose(1, 2)?.contiguous()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -485,15 +464,5 @@ mod tests {
         let again: Vec<Vec<f32>> = m.token_logprobs(&ids, &mask, 1).unwrap().to_vec2().unwrap();
         assert!(!std::sync::Arc::ptr_eq(&packed, &slot(&m).unwrap()));
         assert_eq!(first, again);
-    }
-
-    #[test]
-    fn positions_skip_left_padding() {
-        let m = vec![vec![0, 0, 1, 1, 1], vec![1, 1, 1, 1, 1]];
-        let p = positions(&m, &[0, 0]);
-        assert_eq!(p[0], vec![0, 0, 0, 1, 2]);
-        assert_eq!(p[1], vec![0, 1, 2, 3, 4]);
-        let p = positions(&[vec![1]], &[7]);
-        assert_eq!(p[0], vec![7]);
     }
 }

@@ -3,6 +3,7 @@
 mod decode_weights;
 mod forward;
 mod kv_cache;
+mod layout;
 mod shared_prefix;
 mod weights;
 

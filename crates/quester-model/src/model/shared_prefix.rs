@@ -7,7 +7,7 @@
 //! their gradients sum over the rows), and the token-wise work (projections, MLP, norms) runs
 //! over the prefix rows plus the suffix rows: `P + B*S` tokens instead of `B*(P+S)`.
 
-use super::forward::{heads_first, positions};
+use super::layout::{heads_first, positions};
 use super::Model;
 use crate::error::Result;
 use crate::nn::linear::pick;

@@ -28,7 +28,7 @@ impl Default for LoraConfig {
         LoraConfig {
             rank: 16,
             alpha: 32.0,
-            target_modules: LORA_TARGETS.iter().map(|s| s.to_string()).collect(),
+            target_modules: LORA_TARGETS.iter().map(ToString::to_string).collect(),
             seed: 0,
         }
     }

@@ -89,7 +89,7 @@ pub(crate) fn scores<T: Float, K: CacheElem<T>>(
                         // SAFETY: AVX-512F is present; row r of q, n widened keys and scores
                         // j..j+n of row r are in range (asserted above).
                         unsafe {
-                            avx512::scores_row(&q[r * 64..], &wide, n, &mut s[r * s_rs + j..])
+                            avx512::scores_row(&q[r * 64..], &wide, n, &mut s[r * s_rs + j..]);
                         };
                     }
                 }
@@ -205,19 +205,29 @@ mod avx512 {
     #[target_feature(enable = "avx512f")]
     #[inline]
     unsafe fn load16<K>(p: *const K) -> __m512 {
-        if std::mem::size_of::<K>() == 2 {
-            let h = _mm256_loadu_si256(p.cast::<__m256i>());
-            _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(h)))
-        } else {
-            _mm512_loadu_ps(p.cast::<f32>())
+        // SAFETY: the caller runs with AVX-512F (every caller is an avx512f fn) and `p` valid for
+        // 16 elements of K, which `lanes_for` admits only as f32 or 2-byte bf16: 64 or 32
+        // bytes read, as the branch on K's size loads.
+        unsafe {
+            if std::mem::size_of::<K>() == 2 {
+                let h = _mm256_loadu_si256(p.cast::<__m256i>());
+                _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(h)))
+            } else {
+                _mm512_loadu_ps(p.cast::<f32>())
+            }
         }
     }
 
     /// `out[i] = p[i]` as f32 for the `out.len()` (a multiple of 16) elements at `p`.
     #[target_feature(enable = "avx512f")]
     pub(super) unsafe fn widen<K>(p: *const K, out: &mut [f32]) {
-        for (i, o) in out.chunks_exact_mut(16).enumerate() {
-            _mm512_storeu_ps(o.as_mut_ptr(), load16(p.add(16 * i)));
+        // SAFETY: the caller has AVX-512F and `p` valid for out.len() elements (`scores`: keys
+        // j..j+n of k, in range by its assert); chunk i reads elements 16 i..16 i + 16 <=
+        // out.len() and writes chunk i of `out`.
+        unsafe {
+            for (i, o) in out.chunks_exact_mut(16).enumerate() {
+                _mm512_storeu_ps(o.as_mut_ptr(), load16(p.add(16 * i)));
+            }
         }
     }
 
@@ -256,21 +266,26 @@ mod avx512 {
     /// s[j] = q . k_j for j < kn, head width 64.
     #[target_feature(enable = "avx512f")]
     pub(super) unsafe fn scores_row<K>(q: &[f32], k: &[K], kn: usize, s: &mut [f32]) {
-        let qv: [__m512; 4] = std::array::from_fn(|v| _mm512_loadu_ps(q.as_ptr().add(16 * v)));
-        let mut j = 0;
-        while j < kn {
-            let n = (kn - j).min(16);
-            let mut acc = [_mm512_setzero_ps(); 16];
-            for (jj, a) in acc.iter_mut().enumerate().take(n) {
-                let kj = k.as_ptr().add((j + jj) * 64);
-                let mut x = _mm512_mul_ps(qv[0], load16(kj));
-                x = _mm512_fmadd_ps(qv[1], load16(kj.add(16)), x);
-                x = _mm512_fmadd_ps(qv[2], load16(kj.add(32)), x);
-                *a = _mm512_fmadd_ps(qv[3], load16(kj.add(48)), x);
+        // SAFETY: the caller has AVX-512F and q holds 64 floats, k kn rows of 64 and s kn scores
+        // (`scores`'s asserts): key row j + jj < kn is read at columns 0, 16, 32 and 48,
+        // and the masked store writes scores j..j + n <= kn.
+        unsafe {
+            let qv: [__m512; 4] = std::array::from_fn(|v| _mm512_loadu_ps(q.as_ptr().add(16 * v)));
+            let mut j = 0;
+            while j < kn {
+                let n = (kn - j).min(16);
+                let mut acc = [_mm512_setzero_ps(); 16];
+                for (jj, a) in acc.iter_mut().enumerate().take(n) {
+                    let kj = k.as_ptr().add((j + jj) * 64);
+                    let mut x = _mm512_mul_ps(qv[0], load16(kj));
+                    x = _mm512_fmadd_ps(qv[1], load16(kj.add(16)), x);
+                    x = _mm512_fmadd_ps(qv[2], load16(kj.add(32)), x);
+                    *a = _mm512_fmadd_ps(qv[3], load16(kj.add(48)), x);
+                }
+                let mask = ((1u32 << n) - 1) as __mmask16;
+                _mm512_mask_storeu_ps(s.as_mut_ptr().add(j), mask, sums16(&acc));
+                j += n;
             }
-            let mask = ((1u32 << n) - 1) as __mmask16;
-            _mm512_mask_storeu_ps(s.as_mut_ptr().add(j), mask, sums16(&acc));
-            j += n;
         }
     }
 
@@ -284,21 +299,28 @@ mod avx512 {
         kn: usize,
         o: &mut [f32],
     ) {
-        let mut acc: [[__m512; 4]; R] = std::array::from_fn(|r| {
-            std::array::from_fn(|c| _mm512_loadu_ps(o.as_ptr().add(r * 64 + 16 * c)))
-        });
-        for j in 0..kn {
-            let vj: [__m512; 4] = std::array::from_fn(|c| load16(v.as_ptr().add(j * 64 + 16 * c)));
-            for (r, a) in acc.iter_mut().enumerate() {
-                let pb = _mm512_set1_ps(*p.get_unchecked(r * p_rs + j));
-                for c in 0..4 {
-                    a[c] = _mm512_fmadd_ps(pb, vj[c], a[c]);
+        // SAFETY: the caller has AVX-512F, p holds R rows of stride p_rs with kn weights each, v kn
+        // rows of 64 and o R rows of 64 (the outer `add_weighted`'s asserts): the loads and stores of o
+        // touch row r < R at columns c * 16 < 64, value row j < kn is read at the same
+        // columns, and weight r * p_rs + j is inside p.
+        unsafe {
+            let mut acc: [[__m512; 4]; R] = std::array::from_fn(|r| {
+                std::array::from_fn(|c| _mm512_loadu_ps(o.as_ptr().add(r * 64 + 16 * c)))
+            });
+            for j in 0..kn {
+                let vj: [__m512; 4] =
+                    std::array::from_fn(|c| load16(v.as_ptr().add(j * 64 + 16 * c)));
+                for (r, a) in acc.iter_mut().enumerate() {
+                    let pb = _mm512_set1_ps(*p.get_unchecked(r * p_rs + j));
+                    for c in 0..4 {
+                        a[c] = _mm512_fmadd_ps(pb, vj[c], a[c]);
+                    }
                 }
             }
-        }
-        for (r, a) in acc.iter().enumerate() {
-            for (c, a) in a.iter().enumerate() {
-                _mm512_storeu_ps(o.as_mut_ptr().add(r * 64 + 16 * c), *a);
+            for (r, a) in acc.iter().enumerate() {
+                for (c, a) in a.iter().enumerate() {
+                    _mm512_storeu_ps(o.as_mut_ptr().add(r * 64 + 16 * c), *a);
+                }
             }
         }
     }

@@ -26,7 +26,7 @@ pub(crate) fn mm<T: Float>(
         (lhs, lhs_strides),
         (rhs, rhs_strides),
         false,
-    )
+    );
 }
 
 /// dst := [dst +] scale * lhs x rhs; `parallel` lets gemm use every rayon thread (for one big
@@ -81,7 +81,7 @@ pub(crate) fn mm_scaled<T: Float>(
             false,
             false,
             par,
-        )
+        );
     }
 }
 

@@ -97,34 +97,38 @@ fn dot_portable(a: &[f32], b: &[f32]) -> f32 {
 #[target_feature(enable = "avx2,fma")]
 unsafe fn dot_avx2(a: &[f32], b: &[f32]) -> f32 {
     use std::arch::x86_64::*;
-    let n = a.len().min(b.len());
-    let (pa, pb) = (a.as_ptr(), b.as_ptr());
-    let mut acc = [_mm256_setzero_ps(); 4];
-    let mut i = 0;
-    // SAFETY (whole block): every load reads 8 floats at i + 8k with i + 32 <= n or i + 8 <= n.
-    while i + 32 <= n {
-        for (k, s) in acc.iter_mut().enumerate() {
-            let x = _mm256_loadu_ps(pa.add(i + 8 * k));
-            let y = _mm256_loadu_ps(pb.add(i + 8 * k));
-            *s = _mm256_fmadd_ps(x, y, *s);
+    // SAFETY: the caller checked AVX2 and FMA at run time (`Dot for f32`). Every load reads 8
+    // floats at i + 8k with i + 32 <= n or i + 8 <= n, and the scalar tail reads i < n,
+    // where n is the shorter slice's length; the store writes the 8 floats of `lanes`.
+    unsafe {
+        let n = a.len().min(b.len());
+        let (pa, pb) = (a.as_ptr(), b.as_ptr());
+        let mut acc = [_mm256_setzero_ps(); 4];
+        let mut i = 0;
+        while i + 32 <= n {
+            for (k, s) in acc.iter_mut().enumerate() {
+                let x = _mm256_loadu_ps(pa.add(i + 8 * k));
+                let y = _mm256_loadu_ps(pb.add(i + 8 * k));
+                *s = _mm256_fmadd_ps(x, y, *s);
+            }
+            i += 32;
         }
-        i += 32;
+        while i + 8 <= n {
+            let x = _mm256_loadu_ps(pa.add(i));
+            let y = _mm256_loadu_ps(pb.add(i));
+            acc[0] = _mm256_fmadd_ps(x, y, acc[0]);
+            i += 8;
+        }
+        let s = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
+        let mut lanes = [0f32; 8];
+        _mm256_storeu_ps(lanes.as_mut_ptr(), s);
+        let mut total: f32 = lanes.iter().sum();
+        while i < n {
+            total += *pa.add(i) * *pb.add(i);
+            i += 1;
+        }
+        total
     }
-    while i + 8 <= n {
-        let x = _mm256_loadu_ps(pa.add(i));
-        let y = _mm256_loadu_ps(pb.add(i));
-        acc[0] = _mm256_fmadd_ps(x, y, acc[0]);
-        i += 8;
-    }
-    let s = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
-    let mut lanes = [0f32; 8];
-    _mm256_storeu_ps(lanes.as_mut_ptr(), s);
-    let mut total: f32 = lanes.iter().sum();
-    while i < n {
-        total += *pa.add(i) * *pb.add(i);
-        i += 1;
-    }
-    total
 }
 
 #[cfg(test)]

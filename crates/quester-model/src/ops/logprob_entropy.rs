@@ -132,7 +132,10 @@ impl CustomOp2 for WithEntropy {
         let t = contiguous::<u32>(s2, l2)?;
         let out = by_float!(s1, "gather_log_softmax_and_entropy", |T| {
             let (out, stats) = fwd(contiguous::<T>(s1, l1)?, t, v)?;
-            *self.stats.lock().unwrap_or_else(|e| e.into_inner()) = Some(stats);
+            *self
+                .stats
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(stats);
             out
         });
         Ok((out, Shape::from((n, 2))))
@@ -145,7 +148,11 @@ impl CustomOp2 for WithEntropy {
         _res: &Tensor,
         grad: &Tensor,
     ) -> Result<(Option<Tensor>, Option<Tensor>)> {
-        let stats = self.stats.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let stats = self
+            .stats
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
         let d = logits.apply_op3_no_bwd(targets, &grad.contiguous()?, &WithEntropyBwd { stats })?;
         Ok((Some(d), None))
     }

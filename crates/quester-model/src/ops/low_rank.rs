@@ -51,7 +51,7 @@ impl LowRank for f64 {
         gemm_x_m(x, m, rows, k, r)
     }
     fn acc_u_m(out: &mut [f64], u: &[f64], m: &[f64], rows: usize, r: usize, scale: f64) {
-        gemm_acc_u_m(out, u, m, rows, r, scale)
+        gemm_acc_u_m(out, u, m, rows, r, scale);
     }
     fn xt_v(x: &[f64], v: &[f64], rows: usize, n: usize, r: usize, scale: f64) -> Vec<f64> {
         gemm_xt_v(x, v, rows, n, r, scale)
@@ -213,14 +213,19 @@ mod avx512 {
     /// o [n, r] = x [n, k] . m [k, r], eight rows at a time.
     #[target_feature(enable = "avx512f")]
     pub(super) unsafe fn x_m(x: &[f32], m: &[f32], o: &mut [f32], n: usize, k: usize, r: usize) {
-        let mut i = 0;
-        while i + 8 <= n {
-            x_m_rows::<8>(x, m, o, i, k, r);
-            i += 8;
-        }
-        while i < n {
-            x_m_rows::<1>(x, m, o, i, k, r);
-            i += 1;
+        // SAFETY: AVX-512F, x of n rows of k, m of k x r with r a multiple of 16, and o of n rows
+        // of r, as `LowRank::x_m` checks before calling; x_m_rows gets rows i..i + 8 <= n
+        // or i < n.
+        unsafe {
+            let mut i = 0;
+            while i + 8 <= n {
+                x_m_rows::<8>(x, m, o, i, k, r);
+                i += 8;
+            }
+            while i < n {
+                x_m_rows::<1>(x, m, o, i, k, r);
+                i += 1;
+            }
         }
     }
 
@@ -234,17 +239,22 @@ mod avx512 {
         k: usize,
         r: usize,
     ) {
-        for j0 in (0..r).step_by(16) {
-            let mut acc = [_mm512_setzero_ps(); N];
-            for kk in 0..k {
-                let mv = _mm512_loadu_ps(m.as_ptr().add(kk * r + j0));
-                for (t, a) in acc.iter_mut().enumerate() {
-                    let xv = _mm512_set1_ps(*x.get_unchecked((i + t) * k + kk));
-                    *a = _mm512_fmadd_ps(xv, mv, *a);
+        // SAFETY: AVX-512F and the shapes `x_m` was called with, and rows i..i + N <= n: m is read
+        // at kk * r + j0 + 16 <= k * r (j0 steps by 16 below r, a multiple of 16), x at (i
+        // + t) * k + kk < n * k, o written at (i + t) * r + j0 + 16 <= n * r.
+        unsafe {
+            for j0 in (0..r).step_by(16) {
+                let mut acc = [_mm512_setzero_ps(); N];
+                for kk in 0..k {
+                    let mv = _mm512_loadu_ps(m.as_ptr().add(kk * r + j0));
+                    for (t, a) in acc.iter_mut().enumerate() {
+                        let xv = _mm512_set1_ps(*x.get_unchecked((i + t) * k + kk));
+                        *a = _mm512_fmadd_ps(xv, mv, *a);
+                    }
                 }
-            }
-            for (t, a) in acc.iter().enumerate() {
-                _mm512_storeu_ps(o.as_mut_ptr().add((i + t) * r + j0), *a);
+                for (t, a) in acc.iter().enumerate() {
+                    _mm512_storeu_ps(o.as_mut_ptr().add((i + t) * r + j0), *a);
+                }
             }
         }
     }
@@ -268,35 +278,45 @@ mod avx512 {
         n: usize,
         r: usize,
     ) {
-        for j0 in (0..r).step_by(VT_ROWS) {
-            for c0 in (0..n).step_by(48) {
-                let mask: [__mmask16; 3] = std::array::from_fn(|q| lanes(c0 + 16 * q, n));
-                let mut acc = [[_mm512_setzero_ps(); 3]; VT_ROWS];
-                for i in 0..rows {
-                    // The rows are a stride of n apart, too far for the hardware to fetch
-                    // ahead: ask for the stripe of a row VT_AHEAD on (the loads waited on L2
-                    // and memory for 60% of this kernel's time without it).
-                    if i + VT_AHEAD < rows {
-                        let ahead = x.as_ptr().wrapping_add((i + VT_AHEAD) * n + c0);
-                        for q in 0..3 {
-                            _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(16 * q).cast());
+        // SAFETY: AVX-512F, x of rows x n, v of rows x r and o of r x n with r a multiple of 8, as
+        // `vt_x_block` asserts and checks: v is read at i * r + j0 + jj < rows * r; the
+        // masked loads of x and stores of o touch only the lanes of columns below n in row
+        // i < rows of x or j0 + jj < r of o (the pointers past a row are formed with
+        // wrapping_add, never read); prefetches of rows ahead are hints that read nothing.
+        unsafe {
+            for j0 in (0..r).step_by(VT_ROWS) {
+                for c0 in (0..n).step_by(48) {
+                    let mask: [__mmask16; 3] = std::array::from_fn(|q| lanes(c0 + 16 * q, n));
+                    let mut acc = [[_mm512_setzero_ps(); 3]; VT_ROWS];
+                    for i in 0..rows {
+                        // The rows are a stride of n apart, too far for the hardware to fetch
+                        // ahead: ask for the stripe of a row VT_AHEAD on (the loads waited on L2
+                        // and memory for 60% of this kernel's time without it).
+                        if i + VT_AHEAD < rows {
+                            let ahead = x.as_ptr().wrapping_add((i + VT_AHEAD) * n + c0);
+                            for q in 0..3 {
+                                _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(16 * q).cast());
+                            }
+                        }
+                        // Masked-off lanes are not read, so pointers past the row are not used.
+                        let xv: [__m512; 3] = std::array::from_fn(|q| {
+                            _mm512_maskz_loadu_ps(
+                                mask[q],
+                                x.as_ptr().wrapping_add(i * n + c0 + 16 * q),
+                            )
+                        });
+                        for (jj, a) in acc.iter_mut().enumerate() {
+                            let vb = _mm512_set1_ps(*v.get_unchecked(i * r + j0 + jj));
+                            for q in 0..3 {
+                                a[q] = _mm512_fmadd_ps(vb, xv[q], a[q]);
+                            }
                         }
                     }
-                    // Masked-off lanes are not read, so pointers past the row are not used.
-                    let xv: [__m512; 3] = std::array::from_fn(|q| {
-                        _mm512_maskz_loadu_ps(mask[q], x.as_ptr().wrapping_add(i * n + c0 + 16 * q))
-                    });
-                    for (jj, a) in acc.iter_mut().enumerate() {
-                        let vb = _mm512_set1_ps(*v.get_unchecked(i * r + j0 + jj));
+                    for (jj, a) in acc.iter().enumerate() {
                         for q in 0..3 {
-                            a[q] = _mm512_fmadd_ps(vb, xv[q], a[q]);
+                            let p = o.as_mut_ptr().wrapping_add((j0 + jj) * n + c0 + 16 * q);
+                            _mm512_mask_storeu_ps(p, mask[q], a[q]);
                         }
-                    }
-                }
-                for (jj, a) in acc.iter().enumerate() {
-                    for q in 0..3 {
-                        let p = o.as_mut_ptr().wrapping_add((j0 + jj) * n + c0 + 16 * q);
-                        _mm512_mask_storeu_ps(p, mask[q], a[q]);
                     }
                 }
             }
@@ -315,14 +335,18 @@ mod avx512 {
         n: usize,
         scale: f32,
     ) {
-        let mut i = 0;
-        while i + 4 <= nr {
-            acc_rows::<4>(o, u, m, i, r, n, scale);
-            i += 4;
-        }
-        while i < nr {
-            acc_rows::<1>(o, u, m, i, r, n, scale);
-            i += 1;
+        // SAFETY: AVX-512F, o of nr rows of n, u of nr rows of r and m of r x n, as
+        // `LowRank::acc_u_m` asserts; acc_rows gets rows i..i + 4 <= nr or i < nr.
+        unsafe {
+            let mut i = 0;
+            while i + 4 <= nr {
+                acc_rows::<4>(o, u, m, i, r, n, scale);
+                i += 4;
+            }
+            while i < nr {
+                acc_rows::<1>(o, u, m, i, r, n, scale);
+                i += 1;
+            }
         }
     }
 
@@ -343,27 +367,33 @@ mod avx512 {
         n: usize,
         scale: f32,
     ) {
-        let s = _mm512_set1_ps(scale);
-        for c0 in (0..n).step_by(64) {
-            let mask: [__mmask16; 4] = std::array::from_fn(|v| lanes(c0 + 16 * v, n));
-            let mut acc = [[_mm512_setzero_ps(); 4]; N];
-            for j in 0..r {
-                // Masked-off lanes are not read, so pointers past the row's end are not used.
-                let mv: [__m512; 4] = std::array::from_fn(|v| {
-                    _mm512_maskz_loadu_ps(mask[v], m.as_ptr().wrapping_add(j * n + c0 + 16 * v))
-                });
-                for (t, a) in acc.iter_mut().enumerate() {
-                    let uv = _mm512_set1_ps(*u.get_unchecked((i + t) * r + j));
-                    for v in 0..4 {
-                        a[v] = _mm512_fmadd_ps(uv, mv[v], a[v]);
+        // SAFETY: AVX-512F and the shapes `acc_u_m` was called with, and rows i..i + N <= nr: u is
+        // read at (i + t) * r + j < nr * r, and the masked loads of m and loads and stores
+        // of o touch only the lanes of columns below n in row j < r of m or i + t < nr of o
+        // (the pointers past a row come from wrapping_add and are never read).
+        unsafe {
+            let s = _mm512_set1_ps(scale);
+            for c0 in (0..n).step_by(64) {
+                let mask: [__mmask16; 4] = std::array::from_fn(|v| lanes(c0 + 16 * v, n));
+                let mut acc = [[_mm512_setzero_ps(); 4]; N];
+                for j in 0..r {
+                    // Masked-off lanes are not read, so pointers past the row's end are not used.
+                    let mv: [__m512; 4] = std::array::from_fn(|v| {
+                        _mm512_maskz_loadu_ps(mask[v], m.as_ptr().wrapping_add(j * n + c0 + 16 * v))
+                    });
+                    for (t, a) in acc.iter_mut().enumerate() {
+                        let uv = _mm512_set1_ps(*u.get_unchecked((i + t) * r + j));
+                        for v in 0..4 {
+                            a[v] = _mm512_fmadd_ps(uv, mv[v], a[v]);
+                        }
                     }
                 }
-            }
-            for (t, a) in acc.iter().enumerate() {
-                for v in 0..4 {
-                    let p = o.as_mut_ptr().wrapping_add((i + t) * n + c0 + 16 * v);
-                    let old = _mm512_maskz_loadu_ps(mask[v], p);
-                    _mm512_mask_storeu_ps(p, mask[v], _mm512_fmadd_ps(s, a[v], old));
+                for (t, a) in acc.iter().enumerate() {
+                    for v in 0..4 {
+                        let p = o.as_mut_ptr().wrapping_add((i + t) * n + c0 + 16 * v);
+                        let old = _mm512_maskz_loadu_ps(mask[v], p);
+                        _mm512_mask_storeu_ps(p, mask[v], _mm512_fmadd_ps(s, a[v], old));
+                    }
                 }
             }
         }
@@ -385,22 +415,28 @@ mod avx512 {
         r: usize,
         scale: f32,
     ) {
-        for j0 in (0..r).step_by(16) {
-            let mut i = 0;
-            while i + 8 <= rows {
-                xt_rows::<8>(x, v, o, (c0, nc), i, n, r, j0);
-                i += 8;
-            }
-            while i < rows {
-                xt_rows::<1>(x, v, o, (c0, nc), i, n, r, j0);
-                i += 1;
-            }
-        }
-        let s = _mm512_set1_ps(scale);
-        for c in 0..nc {
+        // SAFETY: AVX-512F, x of rows x n, v of rows x r with r a multiple of 16, and o of nc rows
+        // of r for columns c0..c0 + nc <= n, as `LowRank::xt_v` asserts and slices; xt_rows
+        // gets rows i..i + 8 <= rows or i < rows, and the scaling pass reads and writes o
+        // at c * r + j0 + 16 <= nc * r.
+        unsafe {
             for j0 in (0..r).step_by(16) {
-                let p = o.as_mut_ptr().add(c * r + j0);
-                _mm512_storeu_ps(p, _mm512_mul_ps(s, _mm512_loadu_ps(p)));
+                let mut i = 0;
+                while i + 8 <= rows {
+                    xt_rows::<8>(x, v, o, (c0, nc), i, n, r, j0);
+                    i += 8;
+                }
+                while i < rows {
+                    xt_rows::<1>(x, v, o, (c0, nc), i, n, r, j0);
+                    i += 1;
+                }
+            }
+            let s = _mm512_set1_ps(scale);
+            for c in 0..nc {
+                for j0 in (0..r).step_by(16) {
+                    let p = o.as_mut_ptr().add(c * r + j0);
+                    _mm512_storeu_ps(p, _mm512_mul_ps(s, _mm512_loadu_ps(p)));
+                }
             }
         }
     }
@@ -418,16 +454,21 @@ mod avx512 {
         r: usize,
         j0: usize,
     ) {
-        let vv: [__m512; N] =
-            std::array::from_fn(|t| _mm512_loadu_ps(v.as_ptr().add((i + t) * r + j0)));
-        for c in 0..nc {
-            let p = o.as_mut_ptr().add(c * r + j0);
-            let mut acc = _mm512_loadu_ps(p);
-            for (t, vt) in vv.iter().enumerate() {
-                let xv = _mm512_set1_ps(*x.get_unchecked((i + t) * n + c0 + c));
-                acc = _mm512_fmadd_ps(xv, *vt, acc);
+        // SAFETY: AVX-512F and the shapes `xt_v` was called with, and rows i..i + N <= rows: v is
+        // read at (i + t) * r + j0 + 16 <= rows * r, x at (i + t) * n + c0 + c < rows * n
+        // (c0 + c < n), o read and written at c * r + j0 + 16 <= nc * r.
+        unsafe {
+            let vv: [__m512; N] =
+                std::array::from_fn(|t| _mm512_loadu_ps(v.as_ptr().add((i + t) * r + j0)));
+            for c in 0..nc {
+                let p = o.as_mut_ptr().add(c * r + j0);
+                let mut acc = _mm512_loadu_ps(p);
+                for (t, vt) in vv.iter().enumerate() {
+                    let xv = _mm512_set1_ps(*x.get_unchecked((i + t) * n + c0 + c));
+                    acc = _mm512_fmadd_ps(xv, *vt, acc);
+                }
+                _mm512_storeu_ps(p, acc);
             }
-            _mm512_storeu_ps(p, acc);
         }
     }
 }

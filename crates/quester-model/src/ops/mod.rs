@@ -135,7 +135,7 @@ pub(crate) fn copied_rows_then<T: Float>(
         }
         // SAFETY: every element of `o` was written just above (the chunks of `src` and of
         // the output have one length), and MaybeUninit<T> has T's layout.
-        let o = unsafe { &mut *(o as *mut [MaybeUninit<T>] as *mut [T]) };
+        let o = unsafe { &mut *(std::ptr::from_mut(o) as *mut [T]) };
         body(i, o);
     };
     let spare = &mut out.spare_capacity_mut()[..n];

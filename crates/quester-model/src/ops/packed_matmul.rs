@@ -306,24 +306,30 @@ unsafe fn panel_product(
     ys: usize,
     cols: usize,
 ) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::is_x86_feature_detected!("avx512f") {
-            for (r, n) in row_tiles(rows) {
-                let xs = &x[r * inp..(r + n) * inp];
-                let yr = y.add(r * ys);
-                match n {
-                    TILE_ROWS => avx512::tile::<TILE_ROWS>(xs, inp, panel, yr, ys, cols),
-                    4 => avx512::tile::<4>(xs, inp, panel, yr, ys, cols),
-                    2 => avx512::tile::<2>(xs, inp, panel, yr, ys, cols),
-                    _ => avx512::tile::<1>(xs, inp, panel, yr, ys, cols),
+    // SAFETY: `y` is valid for `rows` rows of stride `ys` and `cols` columns (this fn's contract),
+    // so y + r * ys is row r's start; the tile kernel runs only where AVX-512F was detected
+    // just above, on the n rows `xs` of `inp` floats sliced from x and the caller's panel
+    // of inp * 48 floats (`matmul_slice` slices it so), writing rows r..r+n of y.
+    unsafe {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::is_x86_feature_detected!("avx512f") {
+                for (r, n) in row_tiles(rows) {
+                    let xs = &x[r * inp..(r + n) * inp];
+                    let yr = y.add(r * ys);
+                    match n {
+                        TILE_ROWS => avx512::tile::<TILE_ROWS>(xs, inp, panel, yr, ys, cols),
+                        4 => avx512::tile::<4>(xs, inp, panel, yr, ys, cols),
+                        2 => avx512::tile::<2>(xs, inp, panel, yr, ys, cols),
+                        _ => avx512::tile::<1>(xs, inp, panel, yr, ys, cols),
+                    }
                 }
+                return;
             }
-            return;
         }
-    }
-    for r in 0..rows {
-        portable_row(&x[r * inp..(r + 1) * inp], panel, y.add(r * ys), cols);
+        for r in 0..rows {
+            portable_row(&x[r * inp..(r + 1) * inp], panel, y.add(r * ys), cols);
+        }
     }
 }
 
@@ -332,13 +338,17 @@ unsafe fn panel_product(
 /// # Safety
 /// `y` is valid for `cols` writes.
 unsafe fn portable_row(x: &[f32], panel: &[f32], y: *mut f32, cols: usize) {
-    let mut acc = [0f32; PANEL];
-    for (xk, w) in x.iter().zip(panel.chunks_exact(PANEL)) {
-        for (a, wc) in acc.iter_mut().zip(w) {
-            *a += xk * wc;
+    // SAFETY: `y` is valid for `cols` writes (this fn's contract) and `acc` holds 48 >= cols
+    // floats; a local array and an output buffer cannot overlap.
+    unsafe {
+        let mut acc = [0f32; PANEL];
+        for (xk, w) in x.iter().zip(panel.chunks_exact(PANEL)) {
+            for (a, wc) in acc.iter_mut().zip(w) {
+                *a += xk * wc;
+            }
         }
+        std::ptr::copy_nonoverlapping(acc.as_ptr(), y, cols);
     }
-    std::ptr::copy_nonoverlapping(acc.as_ptr(), y, cols);
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -360,22 +370,28 @@ mod avx512 {
         ys: usize,
         cols: usize,
     ) {
-        debug_assert!(x.len() >= R * inp && panel.len() >= inp * PANEL && cols <= PANEL);
-        let (xp, wp) = (x.as_ptr(), panel.as_ptr());
-        let mut acc = [[_mm512_setzero_ps(); 3]; R];
-        for k in 0..inp {
-            let w = wp.add(k * PANEL);
-            let w0 = _mm512_loadu_ps(w);
-            let w1 = _mm512_loadu_ps(w.add(16));
-            let w2 = _mm512_loadu_ps(w.add(32));
-            for (r, a) in acc.iter_mut().enumerate() {
-                let b = _mm512_set1_ps(*xp.add(r * inp + k));
-                a[0] = _mm512_fmadd_ps(b, w0, a[0]);
-                a[1] = _mm512_fmadd_ps(b, w1, a[1]);
-                a[2] = _mm512_fmadd_ps(b, w2, a[2]);
+        // SAFETY: the caller guarantees AVX-512F, R rows of `inp` floats in `x`, inp * 48 floats in
+        // `panel` and `cols` <= 48 writes in R rows of `y` (this fn's contract): panel row
+        // k is read at k * 48 + 0, 16, 32 for k < inp, x at r * inp + k for r < R, and
+        // `store_tile` gets the same y, ys and cols.
+        unsafe {
+            debug_assert!(x.len() >= R * inp && panel.len() >= inp * PANEL && cols <= PANEL);
+            let (xp, wp) = (x.as_ptr(), panel.as_ptr());
+            let mut acc = [[_mm512_setzero_ps(); 3]; R];
+            for k in 0..inp {
+                let w = wp.add(k * PANEL);
+                let w0 = _mm512_loadu_ps(w);
+                let w1 = _mm512_loadu_ps(w.add(16));
+                let w2 = _mm512_loadu_ps(w.add(32));
+                for (r, a) in acc.iter_mut().enumerate() {
+                    let b = _mm512_set1_ps(*xp.add(r * inp + k));
+                    a[0] = _mm512_fmadd_ps(b, w0, a[0]);
+                    a[1] = _mm512_fmadd_ps(b, w1, a[1]);
+                    a[2] = _mm512_fmadd_ps(b, w2, a[2]);
+                }
             }
+            crate::ops::tiles::avx512::store_tile(&acc, y, ys, cols);
         }
-        crate::ops::tiles::avx512::store_tile(&acc, y, ys, cols);
     }
 }
 

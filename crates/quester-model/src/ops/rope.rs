@@ -24,7 +24,7 @@ pub fn rope_tables(
     for &pi in &p {
         for &f in &inv {
             // Angles in f32 like the reference implementations, so large positions agree.
-            let a = (pi as f32 * f as f32) as f64;
+            let a = f64::from(pi as f32 * f as f32);
             cos.push(a.cos());
             sin.push(a.sin());
         }
@@ -169,7 +169,7 @@ mod tests {
         assert!((y[4] - (1.0 * c - 3.0 * s)).abs() < 1e-12);
         assert!((y[6] - (3.0 * c + 1.0 * s)).abs() < 1e-12);
         // Pair (x1, x3) at frequency 10000^(-1/2) = 0.01.
-        let a = (3.0f32 * 0.01f32) as f64;
+        let a = f64::from(3.0f32 * 0.01f32);
         assert!((y[5] - (2.0 * a.cos() - 4.0 * a.sin())).abs() < 1e-6);
     }
 

@@ -31,7 +31,7 @@ fn sigmoid_into<'a, T: Float>(g: &[T], out: &'a mut [MaybeUninit<T>]) -> &'a mut
         o.write(-x);
     });
     // SAFETY: every element was written just above, and MaybeUninit<T> has T's layout.
-    let out = unsafe { &mut *(out as *mut [MaybeUninit<T>] as *mut [T]) };
+    let out = unsafe { &mut *(std::ptr::from_mut(out) as *mut [T]) };
     T::exp_shifted(out, T::zero());
     out.iter_mut().for_each(|o| *o = T::one() / (T::one() + *o));
     out

@@ -25,6 +25,7 @@ pub(crate) fn row_tiles(rows: usize) -> impl Iterator<Item = (usize, usize)> {
 pub(crate) struct SharedOut(pub(crate) *mut f32);
 // SAFETY: every user hands each task a disjoint set of elements to write.
 unsafe impl Send for SharedOut {}
+// SAFETY: as for Send: the tasks that share it touch disjoint elements only.
 unsafe impl Sync for SharedOut {}
 
 impl SharedOut {
@@ -49,17 +50,22 @@ pub(crate) mod avx512 {
         ys: usize,
         cols: usize,
     ) -> [[__m512; 3]; R] {
-        let mut acc = [[_mm512_setzero_ps(); 3]; R];
-        for (r, a) in acc.iter_mut().enumerate() {
-            for (j, v) in a.iter_mut().enumerate() {
-                let c0 = j * 16;
-                if c0 >= cols {
-                    break;
+        // SAFETY: the caller guarantees AVX-512F and that `y` is valid for `cols` <= 48 reads in
+        // each of R rows of stride `ys` (this fn's contract); vector j starts at column 16
+        // j < cols and its mask (`col_mask`) keeps only the columns below `cols`.
+        unsafe {
+            let mut acc = [[_mm512_setzero_ps(); 3]; R];
+            for (r, a) in acc.iter_mut().enumerate() {
+                for (j, v) in a.iter_mut().enumerate() {
+                    let c0 = j * 16;
+                    if c0 >= cols {
+                        break;
+                    }
+                    *v = _mm512_maskz_loadu_ps(col_mask(cols - c0), y.add(r * ys + c0));
                 }
-                *v = _mm512_maskz_loadu_ps(col_mask(cols - c0), y.add(r * ys + c0));
             }
+            acc
         }
-        acc
     }
 
     /// The lanes of a vector from column c0 when `left` columns remain from c0.
@@ -84,13 +90,18 @@ pub(crate) mod avx512 {
         ys: usize,
         cols: usize,
     ) {
-        for (r, a) in acc.iter().enumerate() {
-            for (j, v) in a.iter().enumerate() {
-                let c0 = j * 16;
-                if c0 >= cols {
-                    break;
+        // SAFETY: the caller guarantees AVX-512F and that `y` is valid for `cols` <= 48 writes in
+        // each of R rows of stride `ys` (this fn's contract); vector j starts at column 16
+        // j < cols and its mask (`col_mask`) keeps only the columns below `cols`.
+        unsafe {
+            for (r, a) in acc.iter().enumerate() {
+                for (j, v) in a.iter().enumerate() {
+                    let c0 = j * 16;
+                    if c0 >= cols {
+                        break;
+                    }
+                    _mm512_mask_storeu_ps(y.add(r * ys + c0), col_mask(cols - c0), *v);
                 }
-                _mm512_mask_storeu_ps(y.add(r * ys + c0), col_mask(cols - c0), *v);
             }
         }
     }

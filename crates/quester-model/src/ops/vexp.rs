@@ -99,17 +99,22 @@ pub(super) mod avx512 {
 
     #[target_feature(enable = "avx512f")]
     pub(super) unsafe fn exp_shifted(x: &mut [f32], shift: f32) {
-        let s = _mm512_set1_ps(shift);
-        let mut chunks = x.chunks_exact_mut(16);
-        for c in &mut chunks {
-            let v = _mm512_sub_ps(_mm512_loadu_ps(c.as_ptr()), s);
-            _mm512_storeu_ps(c.as_mut_ptr(), exp16(v));
-        }
-        let rest = chunks.into_remainder();
-        if !rest.is_empty() {
-            let m: __mmask16 = (1u32 << rest.len()).wrapping_sub(1) as __mmask16;
-            let v = _mm512_sub_ps(_mm512_maskz_loadu_ps(m, rest.as_ptr()), s);
-            _mm512_mask_storeu_ps(rest.as_mut_ptr(), m, exp16(v));
+        // SAFETY: the caller guarantees AVX-512F (this fn's contract). Each full load and store
+        // covers one 16-float chunk of `x`; the tail's masked load and store touch only the
+        // `rest.len()` lanes inside `rest`.
+        unsafe {
+            let s = _mm512_set1_ps(shift);
+            let mut chunks = x.chunks_exact_mut(16);
+            for c in &mut chunks {
+                let v = _mm512_sub_ps(_mm512_loadu_ps(c.as_ptr()), s);
+                _mm512_storeu_ps(c.as_mut_ptr(), exp16(v));
+            }
+            let rest = chunks.into_remainder();
+            if !rest.is_empty() {
+                let m: __mmask16 = (1u32 << rest.len()).wrapping_sub(1) as __mmask16;
+                let v = _mm512_sub_ps(_mm512_maskz_loadu_ps(m, rest.as_ptr()), s);
+                _mm512_mask_storeu_ps(rest.as_mut_ptr(), m, exp16(v));
+            }
         }
     }
 
@@ -124,27 +129,32 @@ pub(super) mod avx512 {
 
     #[target_feature(enable = "avx512f")]
     pub(super) unsafe fn exp_shifted_sum(x: &[f32], shift: f32) -> f64 {
-        let s = _mm512_set1_ps(shift);
-        // Two sets of accumulators: four independent chains of f64 adds.
-        let mut acc = [[_mm512_setzero_pd(); 2]; 2];
-        let mut chunks = x.chunks_exact(32);
-        for c in &mut chunks {
-            for (h, a) in acc.iter_mut().enumerate() {
-                let v = _mm512_sub_ps(_mm512_loadu_ps(c.as_ptr().add(16 * h)), s);
-                add_wide(a, exp16(v));
+        // SAFETY: the caller guarantees AVX-512F (this fn's contract). Each unmasked load reads 16
+        // floats at 16 * h < 32 in a 32-float chunk of `x`; the tail's masked loads read
+        // only the `c.len()` lanes inside `c`; `add_wide` and `exp16` need only AVX-512F.
+        unsafe {
+            let s = _mm512_set1_ps(shift);
+            // Two sets of accumulators: four independent chains of f64 adds.
+            let mut acc = [[_mm512_setzero_pd(); 2]; 2];
+            let mut chunks = x.chunks_exact(32);
+            for c in &mut chunks {
+                for (h, a) in acc.iter_mut().enumerate() {
+                    let v = _mm512_sub_ps(_mm512_loadu_ps(c.as_ptr().add(16 * h)), s);
+                    add_wide(a, exp16(v));
+                }
             }
+            for c in chunks.remainder().chunks(16) {
+                let m: __mmask16 = (1u32 << c.len()).wrapping_sub(1) as __mmask16;
+                let v = _mm512_sub_ps(_mm512_maskz_loadu_ps(m, c.as_ptr()), s);
+                // The lanes past the slice hold e^(0 - shift): zeroed before they are added.
+                add_wide(&mut acc[0], _mm512_maskz_mov_ps(m, exp16(v)));
+            }
+            let a = _mm512_add_pd(
+                _mm512_add_pd(acc[0][0], acc[0][1]),
+                _mm512_add_pd(acc[1][0], acc[1][1]),
+            );
+            _mm512_reduce_add_pd(a)
         }
-        for c in chunks.remainder().chunks(16) {
-            let m: __mmask16 = (1u32 << c.len()).wrapping_sub(1) as __mmask16;
-            let v = _mm512_sub_ps(_mm512_maskz_loadu_ps(m, c.as_ptr()), s);
-            // The lanes past the slice hold e^(0 - shift): zeroed before they are added.
-            add_wide(&mut acc[0], _mm512_maskz_mov_ps(m, exp16(v)));
-        }
-        let a = _mm512_add_pd(
-            _mm512_add_pd(acc[0][0], acc[0][1]),
-            _mm512_add_pd(acc[1][0], acc[1][1]),
-        );
-        _mm512_reduce_add_pd(a)
     }
 }
 
@@ -154,7 +164,7 @@ mod tests {
 
     /// Distance in units in the last place between two f32 of one sign.
     fn ulps(a: f32, b: f32) -> u32 {
-        (a.to_bits() as i64 - b.to_bits() as i64).unsigned_abs() as u32
+        (i64::from(a.to_bits()) - i64::from(b.to_bits())).unsigned_abs() as u32
     }
 
     #[test]
@@ -171,7 +181,7 @@ mod tests {
         let mut y = x.clone();
         f32::exp_shifted(&mut y, 0.0);
         for (&xi, &yi) in x.iter().zip(&y) {
-            let want = (xi as f64).exp() as f32;
+            let want = f64::from(xi).exp() as f32;
             worst = worst.max(ulps(yi, want));
         }
         assert!(worst <= 2, "worst error {worst} ulp");

@@ -12,7 +12,7 @@
 //! step. On a GPU the moments live on the device beside the parameter and the update is two
 //! in-place kernels ([`super::adamw_device`]): nothing crosses to the host.
 
-use super::adamw_device::{slice, slice_mut, MomentsOp, ParamOp};
+use super::adamw_device::{slice, slice_mut, Consts, MomentsOp, ParamOp};
 use super::OptimError;
 use candle_core::backprop::GradStore;
 use candle_core::{CpuStorage, DType, Device, InplaceOp2, Layout, Tensor, Var};
@@ -363,21 +363,6 @@ fn contiguous_f32(g: &Tensor, name: &str) -> Result<Tensor, OptimError> {
     Ok(g.contiguous()?)
 }
 
-/// The per-step scalars of the update, shared by the host pass and the device ops.
-#[derive(Clone, Copy)]
-pub(super) struct Consts {
-    pub(super) decay: f32,
-    pub(super) b1: f32,
-    pub(super) b2: f32,
-    pub(super) one_minus_b1: f32,
-    pub(super) one_minus_b2: f32,
-    pub(super) inv_bc1: f32,
-    pub(super) inv_bc2: f32,
-    pub(super) lr: f32,
-    pub(super) eps: f32,
-    pub(super) scale: f32,
-}
-
 struct Kernel<'a> {
     m: Mutex<&'a mut Vec<f32>>,
     v: Mutex<&'a mut Vec<f32>>,
@@ -398,8 +383,14 @@ impl InplaceOp2 for Kernel<'_> {
     ) -> candle_core::Result<()> {
         let p = slice_mut(s1, l1, "the parameter")?;
         let g = slice(s2, l2, "the gradient")?;
-        let mut m = self.m.lock().unwrap_or_else(|e| e.into_inner());
-        let mut v = self.v.lock().unwrap_or_else(|e| e.into_inner());
+        let mut m = self
+            .m
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut v = self
+            .v
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if g.len() != p.len() || m.len() != p.len() || v.len() != p.len() {
             candle_core::bail!(
                 "fused-adamw: lengths differ (param {}, grad {}, m {}, v {})",

@@ -7,9 +7,24 @@
 //! (same operations in the same order, so the results are bit-identical on the CPU; the CUDA
 //! kernels in `cuda/kernels.cu` are their twins).
 
-use super::adamw::Consts;
 use candle_core::{bail, CpuStorage, InplaceOp2, Layout, Result};
 use rayon::prelude::*;
+
+/// The per-step scalars of the update, shared by the host pass ([`super::adamw`]) and the device
+/// ops. Defined here, not in `adamw`, so that the two modules do not import each other.
+#[derive(Clone, Copy)]
+pub(super) struct Consts {
+    pub(super) decay: f32,
+    pub(super) b1: f32,
+    pub(super) b2: f32,
+    pub(super) one_minus_b1: f32,
+    pub(super) one_minus_b2: f32,
+    pub(super) inv_bc1: f32,
+    pub(super) inv_bc2: f32,
+    pub(super) lr: f32,
+    pub(super) eps: f32,
+    pub(super) scale: f32,
+}
 
 const CHUNK: usize = 1 << 14;
 

@@ -68,7 +68,7 @@ pub fn global_grad_norm(
 
 fn sum_squares(x: &[f32]) -> f64 {
     x.par_chunks(1 << 14)
-        .map(|c| c.iter().map(|&v| (v as f64) * (v as f64)).sum::<f64>())
+        .map(|c| c.iter().map(|&v| f64::from(v) * f64::from(v)).sum::<f64>())
         .sum()
 }
 

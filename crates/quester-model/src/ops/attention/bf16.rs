@@ -139,7 +139,7 @@ pub(super) fn backward(
                         Some(l) => {
                             let at = u * t;
                             let l = &l[at + t0..at + t1];
-                            rows_from_lse(&mut p, (qb, lo, hi), qpos, &mask[b], l)
+                            rows_from_lse(&mut p, (qb, lo, hi), qpos, &mask[b], l);
                         }
                         None => rows_to_probs(&mut p, (qb, lo, hi), qpos, &mask[b]),
                     }

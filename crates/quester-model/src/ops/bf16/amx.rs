@@ -74,63 +74,72 @@ pub(super) unsafe fn panel_product(
     ys: usize,
     cols: usize,
 ) {
-    use super::panels::PANEL;
-    debug_assert!(cols <= PANEL);
-    let blocks = rows.div_ceil(ROWS);
-    debug_assert!(segs.iter().all(|g| g.kp.is_multiple_of(K_PAIRS)
-        && g.a.len() >= blocks * ROWS * g.kp
-        && g.panel.len() >= g.kp * PANEL));
-    tiles::configure();
-    tiles::SCRATCH.with_borrow_mut(|acc| {
-        if acc.len() < blocks {
-            acc.resize_with(blocks, || tiles::Block([0f32; ROWS * PANEL]));
-        }
-        // Where each 16-row block accumulates: a whole block (16 rows, 48 columns) in `y`
-        // itself, a partial one in this thread's scratch, copied out at the end. The first
-        // chunk writes a block without reading it, so neither needs zeroing.
-        let partial = |t: usize| rows - t * ROWS < ROWS || cols < PANEL;
-        let scratch = acc.as_mut_ptr();
-        let dest = |t: usize| {
-            if partial(t) {
-                ((*scratch.add(t)).0.as_mut_ptr(), PANEL)
-            } else {
-                (y.add(t * ROWS * ys), ys)
+    // SAFETY: ready() holds and the segments and y are laid out as this fn's contract says.
+    // `configure` needs only ready(); scratch block t < blocks exists (resized above); a
+    // whole block's dest y + t * 16 * ys starts a full 16 x 48 block of the output (not
+    // `partial`); each part's pointers start at pair q.start < kp of its segment's A rows
+    // and panel, `steps` * 16 pairs from there stay inside them (q.end <= kp, kp a multiple
+    // of 16); the copy-out writes `cols` floats of rows below `rows` from a scratch block
+    // that cannot overlap y.
+    unsafe {
+        use super::panels::PANEL;
+        debug_assert!(cols <= PANEL);
+        let blocks = rows.div_ceil(ROWS);
+        debug_assert!(segs.iter().all(|g| g.kp.is_multiple_of(K_PAIRS)
+            && g.a.len() >= blocks * ROWS * g.kp
+            && g.panel.len() >= g.kp * PANEL));
+        tiles::configure();
+        tiles::SCRATCH.with_borrow_mut(|acc| {
+            if acc.len() < blocks {
+                acc.resize_with(blocks, || tiles::Block([0f32; ROWS * PANEL]));
             }
-        };
-        // The kernel's passes (k chunks, a LoRA rank riding with the last), each over every
-        // 16-row block; the first writes a block without reading it.
-        for (i, pass) in super::kernel::passes(segs).enumerate() {
-            let part = |p: &super::kernel::Part| tiles::Part {
-                a: p.seg.a.as_ptr().add(p.q.start),
-                kp: p.seg.kp,
-                panel: p.seg.panel.as_ptr().add(p.q.start * PANEL),
-                steps: p.q.len() / K_PAIRS,
-            };
-            let (first, both);
-            let parts: &[tiles::Part] = match &pass.rider {
-                Some(r) => {
-                    both = [part(&pass.chunk), part(r)];
-                    &both
-                }
-                None => {
-                    first = [part(&pass.chunk)];
-                    &first
+            // Where each 16-row block accumulates: a whole block (16 rows, 48 columns) in `y`
+            // itself, a partial one in this thread's scratch, copied out at the end. The first
+            // chunk writes a block without reading it, so neither needs zeroing.
+            let partial = |t: usize| rows - t * ROWS < ROWS || cols < PANEL;
+            let scratch = acc.as_mut_ptr();
+            let dest = |t: usize| {
+                if partial(t) {
+                    ((*scratch.add(t)).0.as_mut_ptr(), PANEL)
+                } else {
+                    (y.add(t * ROWS * ys), ys)
                 }
             };
-            for t in 0..blocks {
-                tiles::block(parts, t * ROWS, dest(t), i > 0);
+            // The kernel's passes (k chunks, a LoRA rank riding with the last), each over every
+            // 16-row block; the first writes a block without reading it.
+            for (i, pass) in super::kernel::passes(segs).enumerate() {
+                let part = |p: &super::kernel::Part| tiles::Part {
+                    a: p.seg.a.as_ptr().add(p.q.start),
+                    kp: p.seg.kp,
+                    panel: p.seg.panel.as_ptr().add(p.q.start * PANEL),
+                    steps: p.q.len() / K_PAIRS,
+                };
+                let (first, both);
+                let parts: &[tiles::Part] = match &pass.rider {
+                    Some(r) => {
+                        both = [part(&pass.chunk), part(r)];
+                        &both
+                    }
+                    None => {
+                        first = [part(&pass.chunk)];
+                        &first
+                    }
+                };
+                for t in 0..blocks {
+                    tiles::block(parts, t * ROWS, dest(t), i > 0);
+                }
             }
-        }
-        for t in (0..blocks).filter(|&t| partial(t)) {
-            for r in 0..(rows - t * ROWS).min(ROWS) {
-                std::ptr::copy_nonoverlapping(
-                    acc[t].0.as_ptr().add(r * PANEL),
-                    y.add((t * ROWS + r) * ys),
-                    cols,
-                );
+            for t in (0..blocks).filter(|&t| partial(t)) {
+                for r in 0..(rows - t * ROWS).min(ROWS) {
+                    std::ptr::copy_nonoverlapping(
+                        acc[t].0.as_ptr().add(r * PANEL),
+                        y.add((t * ROWS + r) * ys),
+                        cols,
+                    );
+                }
             }
-        }
-    });
+        });
+    }
 }
 
 /// GFLOP/s of `tdpbf16ps` on tiles alone on the calling thread, best of `reps` runs of
@@ -203,12 +212,16 @@ mod tiles {
     /// # Safety
     /// The tile state was granted ([`super::ready`]).
     pub(super) unsafe fn configure() {
-        CONFIGURED.with(|c| {
-            if !c.get() {
-                asm!("ldtilecfg [{}]", in(reg) CONFIG.0.as_ptr(), options(nostack));
-                c.set(true);
-            }
-        });
+        // SAFETY: the tile state was granted (this fn's contract); ldtilecfg reads the 64 bytes
+        // of CONFIG (its type is aligned to 64), a constant that outlives the asm statement.
+        unsafe {
+            CONFIGURED.with(|c| {
+                if !c.get() {
+                    asm!("ldtilecfg [{}]", in(reg) CONFIG.0.as_ptr(), options(nostack));
+                    c.set(true);
+                }
+            });
+        }
     }
 
     /// Four independent `tdpbf16ps` chains, `iters` times (the instruction's latency is about
@@ -217,17 +230,22 @@ mod tiles {
     /// # Safety
     /// The tiles are configured.
     pub(super) unsafe fn chains(iters: usize) {
-        asm!(
-            "2:",
-            "tdpbf16ps tmm0, tmm4, tmm6",
-            "tdpbf16ps tmm1, tmm4, tmm7",
-            "tdpbf16ps tmm2, tmm5, tmm6",
-            "tdpbf16ps tmm3, tmm5, tmm7",
-            "dec {n}",
-            "jnz 2b",
-            n = inout(reg) iters.max(1) => _,
-            options(nostack, nomem)
-        );
+        // SAFETY: the tiles are configured (this fn's contract); the loop touches only tile
+        // registers and a counter register, no memory, and runs at least once
+        // (iters.max(1)).
+        unsafe {
+            asm!(
+                "2:",
+                "tdpbf16ps tmm0, tmm4, tmm6",
+                "tdpbf16ps tmm1, tmm4, tmm7",
+                "tdpbf16ps tmm2, tmm5, tmm6",
+                "tdpbf16ps tmm3, tmm5, tmm7",
+                "dec {n}",
+                "jnz 2b",
+                n = inout(reg) iters.max(1) => _,
+                options(nostack, nomem)
+            );
+        }
     }
 
     /// Rows of A as pairs (row stride `kp`) from some k on, against a panel from the same k,
@@ -254,51 +272,57 @@ mod tiles {
         (out, out_stride): (*mut f32, usize),
         accumulate: bool,
     ) {
-        if accumulate {
-            asm!(
-                "tileloadd tmm0, [{o} + {s}*1]",
-                "tileloadd tmm1, [{o} + {s}*1 + 64]",
-                "tileloadd tmm2, [{o} + {s}*1 + 128]",
-                o = in(reg) out,
-                s = in(reg) out_stride * 4,
-                options(nostack, readonly)
-            );
-        } else {
-            asm!(
-                "tilezero tmm0",
-                "tilezero tmm1",
-                "tilezero tmm2",
-                options(nostack, nomem)
-            );
-        }
-        let b_stride = PANEL * 4;
-        for part in parts {
-            let a = part.a.add(r0 * part.kp);
-            let a_stride = part.kp * 4;
-            for kb in 0..part.steps {
+        // SAFETY: the tiles are configured and every part's A rows r0..r0+16 (stride kp pairs,
+        // steps * 16 pairs), its panel (steps * 16 rows of 48 pairs) and `out` (16 rows of
+        // 48 floats, stride out_stride) are valid (this fn's contract), which is what each
+        // tileloadd and tilestored touches: 16 rows of 64 bytes at the given strides.
+        unsafe {
+            if accumulate {
                 asm!(
-                    "tileloadd tmm3, [{a} + {sa}*1]",
-                    "tileloadd tmm4, [{b} + {sb}*1]",
-                    "tileloadd tmm5, [{b} + {sb}*1 + 64]",
-                    "tileloadd tmm6, [{b} + {sb}*1 + 128]",
-                    "tdpbf16ps tmm0, tmm3, tmm4",
-                    "tdpbf16ps tmm1, tmm3, tmm5",
-                    "tdpbf16ps tmm2, tmm3, tmm6",
-                    a = in(reg) a.add(kb * K_PAIRS),
-                    b = in(reg) part.panel.add(kb * K_PAIRS * PANEL),
-                    sa = in(reg) a_stride,
-                    sb = in(reg) b_stride,
+                    "tileloadd tmm0, [{o} + {s}*1]",
+                    "tileloadd tmm1, [{o} + {s}*1 + 64]",
+                    "tileloadd tmm2, [{o} + {s}*1 + 128]",
+                    o = in(reg) out,
+                    s = in(reg) out_stride * 4,
                     options(nostack, readonly)
                 );
+            } else {
+                asm!(
+                    "tilezero tmm0",
+                    "tilezero tmm1",
+                    "tilezero tmm2",
+                    options(nostack, nomem)
+                );
             }
+            let b_stride = PANEL * 4;
+            for part in parts {
+                let a = part.a.add(r0 * part.kp);
+                let a_stride = part.kp * 4;
+                for kb in 0..part.steps {
+                    asm!(
+                        "tileloadd tmm3, [{a} + {sa}*1]",
+                        "tileloadd tmm4, [{b} + {sb}*1]",
+                        "tileloadd tmm5, [{b} + {sb}*1 + 64]",
+                        "tileloadd tmm6, [{b} + {sb}*1 + 128]",
+                        "tdpbf16ps tmm0, tmm3, tmm4",
+                        "tdpbf16ps tmm1, tmm3, tmm5",
+                        "tdpbf16ps tmm2, tmm3, tmm6",
+                        a = in(reg) a.add(kb * K_PAIRS),
+                        b = in(reg) part.panel.add(kb * K_PAIRS * PANEL),
+                        sa = in(reg) a_stride,
+                        sb = in(reg) b_stride,
+                        options(nostack, readonly)
+                    );
+                }
+            }
+            asm!(
+                "tilestored [{o} + {s}*1], tmm0",
+                "tilestored [{o} + {s}*1 + 64], tmm1",
+                "tilestored [{o} + {s}*1 + 128], tmm2",
+                o = in(reg) out,
+                s = in(reg) out_stride * 4,
+                options(nostack)
+            );
         }
-        asm!(
-            "tilestored [{o} + {s}*1], tmm0",
-            "tilestored [{o} + {s}*1 + 64], tmm1",
-            "tilestored [{o} + {s}*1 + 128], tmm2",
-            o = in(reg) out,
-            s = in(reg) out_stride * 4,
-            options(nostack)
-        );
     }
 }

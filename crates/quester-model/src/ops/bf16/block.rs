@@ -131,7 +131,7 @@ impl BlockRight {
                     m,
                     std::slice::from_ref(&seg),
                     (y.as_mut_ptr().add(p * PANEL - c0), ys, cols),
-                )
+                );
             };
         }
     }

@@ -54,16 +54,22 @@ mod avx512 {
     /// The CPU has AVX-512F and AVX512-BF16; the slices have one length.
     #[target_feature(enable = "avx512f,avx512bf16")]
     pub(super) unsafe fn convert(src: &[f32], dst: &mut [u16]) {
-        let n = src.len().min(dst.len());
-        let mut i = 0;
-        while i + 16 <= n {
-            let v = _mm512_loadu_ps(src.as_ptr().add(i));
-            let b: __m256i = std::mem::transmute(_mm512_cvtneps_pbh(v));
-            _mm256_storeu_si256(dst.as_mut_ptr().add(i).cast(), b);
-            i += 16;
-        }
-        for j in i..n {
-            dst[j] = super::bf16_bits(src[j]);
+        // SAFETY: the caller guarantees AVX-512F and AVX512-BF16 (this fn's contract); each load
+        // reads 16 floats of src and each store writes 16 u16 of dst at i with i + 16 <= n,
+        // the shorter length; the transmute reinterprets 16 bf16 (256 bits) as the same 256
+        // bits of __m256i.
+        unsafe {
+            let n = src.len().min(dst.len());
+            let mut i = 0;
+            while i + 16 <= n {
+                let v = _mm512_loadu_ps(src.as_ptr().add(i));
+                let b: __m256i = std::mem::transmute(_mm512_cvtneps_pbh(v));
+                _mm256_storeu_si256(dst.as_mut_ptr().add(i).cast(), b);
+                i += 16;
+            }
+            for j in i..n {
+                dst[j] = super::bf16_bits(src[j]);
+            }
         }
     }
 
@@ -76,16 +82,21 @@ mod avx512 {
     /// The CPU has AVX-512F and AVX512-BF16; `hi`, when given, is as long as `lo`.
     #[target_feature(enable = "avx512f,avx512bf16")]
     pub(super) unsafe fn interleave(lo: &[f32], hi: Option<&[f32]>, dst: &mut [u32]) {
-        let n = lo.len().min(dst.len());
-        let mut i = 0;
-        while i < n {
-            let m: __mmask16 = if n - i >= 16 { !0 } else { (1 << (n - i)) - 1 };
-            let mut v = half(lo.as_ptr().add(i), m);
-            if let Some(h) = hi {
-                v = _mm512_or_si512(v, _mm512_slli_epi32::<16>(half(h.as_ptr().add(i), m)));
+        // SAFETY: the caller guarantees AVX-512F and AVX512-BF16 and `hi` as long as `lo` (this
+        // fn's contract); the mask `m` keeps the lanes below n - i, so every load of lo and
+        // hi and the store into dst touch elements below n, the shorter of lo and dst.
+        unsafe {
+            let n = lo.len().min(dst.len());
+            let mut i = 0;
+            while i < n {
+                let m: __mmask16 = if n - i >= 16 { !0 } else { (1 << (n - i)) - 1 };
+                let mut v = half(lo.as_ptr().add(i), m);
+                if let Some(h) = hi {
+                    v = _mm512_or_si512(v, _mm512_slli_epi32::<16>(half(h.as_ptr().add(i), m)));
+                }
+                _mm512_mask_storeu_epi32(dst.as_mut_ptr().add(i).cast(), m, v);
+                i += 16;
             }
-            _mm512_mask_storeu_epi32(dst.as_mut_ptr().add(i).cast(), m, v);
-            i += 16;
         }
     }
 
@@ -93,8 +104,13 @@ mod avx512 {
     #[inline]
     #[target_feature(enable = "avx512f,avx512bf16")]
     unsafe fn half(src: *const f32, m: __mmask16) -> __m512i {
-        let b: __m256i = std::mem::transmute(_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, src)));
-        _mm512_cvtepu16_epi32(b)
+        // SAFETY: the caller has AVX-512F and AVX512-BF16 (`interleave` runs with them) and `src`
+        // valid for the lanes set in `m` (the masked load reads only those); the transmute
+        // reinterprets 16 bf16 (256 bits) as the same 256 bits of __m256i.
+        unsafe {
+            let b: __m256i = std::mem::transmute(_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, src)));
+            _mm512_cvtepu16_epi32(b)
+        }
     }
 }
 

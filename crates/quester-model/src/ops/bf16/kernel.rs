@@ -30,34 +30,40 @@ pub(super) unsafe fn panel_product(
     segs: &[Segment],
     (y, ys, cols): (*mut f32, usize, usize),
 ) {
-    debug_assert!(cols <= PANEL && segs.iter().any(|g| g.kp > 0));
-    debug_assert!(segs
-        .iter()
-        .all(|g| g.a.len() >= rows * g.kp && g.panel.len() >= g.kp * PANEL));
-    #[cfg(target_arch = "x86_64")]
-    {
-        if kernel == Bf16Kernel::Amx {
-            super::amx::panel_product(rows, segs, y, ys, cols);
-            return;
-        }
-        if kernel == Bf16Kernel::Avx512Bf16 {
-            for (i, pass) in passes(segs).enumerate() {
-                let load = i > 0;
-                for (r, n) in row_tiles(rows) {
-                    let yr = y.add(r * ys);
-                    match n {
-                        TILE_ROWS => avx512::tile::<TILE_ROWS>(r, &pass, (yr, ys, cols), load),
-                        4 => avx512::tile::<4>(r, &pass, (yr, ys, cols), load),
-                        2 => avx512::tile::<2>(r, &pass, (yr, ys, cols), load),
-                        _ => avx512::tile::<1>(r, &pass, (yr, ys, cols), load),
+    // SAFETY: the kernel called is available and the segments and (y, ys, cols) are laid out for it
+    // (this fn's contract, which is the contracts of `amx::panel_product` and
+    // `avx512::tile`); the AVX512-BF16 tiles cover rows r..r+n of `row_tiles(rows)`, so y +
+    // r * ys is inside the output; the portable loop writes `cols` floats of row r < rows.
+    unsafe {
+        debug_assert!(cols <= PANEL && segs.iter().any(|g| g.kp > 0));
+        debug_assert!(segs
+            .iter()
+            .all(|g| g.a.len() >= rows * g.kp && g.panel.len() >= g.kp * PANEL));
+        #[cfg(target_arch = "x86_64")]
+        {
+            if kernel == Bf16Kernel::Amx {
+                super::amx::panel_product(rows, segs, y, ys, cols);
+                return;
+            }
+            if kernel == Bf16Kernel::Avx512Bf16 {
+                for (i, pass) in passes(segs).enumerate() {
+                    let load = i > 0;
+                    for (r, n) in row_tiles(rows) {
+                        let yr = y.add(r * ys);
+                        match n {
+                            TILE_ROWS => avx512::tile::<TILE_ROWS>(r, &pass, (yr, ys, cols), load),
+                            4 => avx512::tile::<4>(r, &pass, (yr, ys, cols), load),
+                            2 => avx512::tile::<2>(r, &pass, (yr, ys, cols), load),
+                            _ => avx512::tile::<1>(r, &pass, (yr, ys, cols), load),
+                        }
                     }
                 }
+                return;
             }
-            return;
         }
-    }
-    for r in 0..rows {
-        portable_row(r, segs, y.add(r * ys), cols);
+        for r in 0..rows {
+            portable_row(r, segs, y.add(r * ys), cols);
+        }
     }
 }
 
@@ -127,18 +133,22 @@ fn halves(p: u32) -> (f32, f32) {
 /// # Safety
 /// `y` is valid for `cols` writes; each segment holds row `r`.
 pub(super) unsafe fn portable_row(r: usize, segs: &[Segment], y: *mut f32, cols: usize) {
-    let mut acc = [0f32; PANEL];
-    for g in segs {
-        let a = &g.a[r * g.kp..(r + 1) * g.kp];
-        for (&ap, w) in a.iter().zip(g.panel.chunks_exact(PANEL)) {
-            let (a0, a1) = halves(ap);
-            for (s, &wp) in acc.iter_mut().zip(w) {
-                let (w0, w1) = halves(wp);
-                *s = *s + a1 * w1 + a0 * w0;
+    // SAFETY: `y` is valid for `cols` writes (this fn's contract) and `acc` holds 48 >= cols
+    // floats; a local array and an output buffer cannot overlap.
+    unsafe {
+        let mut acc = [0f32; PANEL];
+        for g in segs {
+            let a = &g.a[r * g.kp..(r + 1) * g.kp];
+            for (&ap, w) in a.iter().zip(g.panel.chunks_exact(PANEL)) {
+                let (a0, a1) = halves(ap);
+                for (s, &wp) in acc.iter_mut().zip(w) {
+                    let (w0, w1) = halves(wp);
+                    *s = *s + a1 * w1 + a0 * w0;
+                }
             }
         }
+        std::ptr::copy_nonoverlapping(acc.as_ptr(), y, cols);
     }
-    std::ptr::copy_nonoverlapping(acc.as_ptr(), y, cols);
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -161,16 +171,21 @@ mod avx512 {
         (y, ys, cols): (*mut f32, usize, usize),
         load: bool,
     ) {
-        debug_assert!(cols <= PANEL);
-        let mut acc = if load {
-            crate::ops::tiles::avx512::load_tile::<R>(y, ys, cols)
-        } else {
-            [[_mm512_setzero_ps(); 3]; R]
-        };
-        for p in pass.parts() {
-            acc = chain::<R>(acc, r0, p);
+        // SAFETY: the CPU features, the parts' rows and pairs and the `cols` <= 48 reads and writes
+        // in R rows of `y` are this fn's contract, which is what `load_tile`, `chain` and
+        // `store_tile` need.
+        unsafe {
+            debug_assert!(cols <= PANEL);
+            let mut acc = if load {
+                crate::ops::tiles::avx512::load_tile::<R>(y, ys, cols)
+            } else {
+                [[_mm512_setzero_ps(); 3]; R]
+            };
+            for p in pass.parts() {
+                acc = chain::<R>(acc, r0, p);
+            }
+            crate::ops::tiles::avx512::store_tile(&acc, y, ys, cols);
         }
-        crate::ops::tiles::avx512::store_tile(&acc, y, ys, cols);
     }
 
     /// One part's `vdpbf16ps` chains added to `acc`. A function of its own, taking and
@@ -186,24 +201,30 @@ mod avx512 {
         r0: usize,
         p: &Part,
     ) -> [[__m512; 3]; R] {
-        let (g, kp) = (p.seg, p.seg.kp);
-        debug_assert!(p.q.end <= kp);
-        debug_assert!(g.a.len() >= (r0 + R) * kp && g.panel.len() >= kp * PANEL);
-        let (ap, wp) = (g.a.as_ptr().add(r0 * kp), g.panel.as_ptr());
-        for q in p.q.clone() {
-            let w = wp.add(q * PANEL);
-            let w0: __m512bh = std::mem::transmute(_mm512_loadu_si512(w.cast()));
-            let w1: __m512bh = std::mem::transmute(_mm512_loadu_si512(w.add(16).cast()));
-            let w2: __m512bh = std::mem::transmute(_mm512_loadu_si512(w.add(32).cast()));
-            for (r, s) in acc.iter_mut().enumerate() {
-                let b: __m512bh =
-                    std::mem::transmute(_mm512_set1_epi32(*ap.add(r * kp + q) as i32));
-                s[0] = _mm512_dpbf16_ps(s[0], b, w0);
-                s[1] = _mm512_dpbf16_ps(s[1], b, w1);
-                s[2] = _mm512_dpbf16_ps(s[2], b, w2);
+        // SAFETY: as `tile` (this fn's contract): rows r0..r0+R of `kp` pairs are in `a` and pairs
+        // q < kp of the panel's kp * 48 in `panel`, so every read is inside the segment;
+        // the transmutes reinterpret 512 bits of bf16 pairs as the same 512 bits of
+        // __m512bh.
+        unsafe {
+            let (g, kp) = (p.seg, p.seg.kp);
+            debug_assert!(p.q.end <= kp);
+            debug_assert!(g.a.len() >= (r0 + R) * kp && g.panel.len() >= kp * PANEL);
+            let (ap, wp) = (g.a.as_ptr().add(r0 * kp), g.panel.as_ptr());
+            for q in p.q.clone() {
+                let w = wp.add(q * PANEL);
+                let w0: __m512bh = std::mem::transmute(_mm512_loadu_si512(w.cast()));
+                let w1: __m512bh = std::mem::transmute(_mm512_loadu_si512(w.add(16).cast()));
+                let w2: __m512bh = std::mem::transmute(_mm512_loadu_si512(w.add(32).cast()));
+                for (r, s) in acc.iter_mut().enumerate() {
+                    let b: __m512bh =
+                        std::mem::transmute(_mm512_set1_epi32(*ap.add(r * kp + q) as i32));
+                    s[0] = _mm512_dpbf16_ps(s[0], b, w0);
+                    s[1] = _mm512_dpbf16_ps(s[1], b, w1);
+                    s[2] = _mm512_dpbf16_ps(s[2], b, w2);
+                }
             }
+            acc
         }
-        acc
     }
 }
 

@@ -266,7 +266,7 @@ impl Bf16Panels {
                 // r0..r0+rows, columns p*48..p*48+cols of y (m x n); no two tasks share a
                 // (row block, panel).
                 unsafe {
-                    panel_product(kernel, rows, segs, (y_ptr.at(r0 * n + p * PANEL), n, cols))
+                    panel_product(kernel, rows, segs, (y_ptr.at(r0 * n + p * PANEL), n, cols));
                 };
             }
         };
@@ -340,7 +340,7 @@ impl Bf16Panels {
                     rows,
                     std::slice::from_ref(&seg),
                     (y.as_mut_ptr().add(p * PANEL), n, cols),
-                )
+                );
             };
         }
         Ok(())
@@ -559,30 +559,39 @@ mod avx512_tiles {
         chunk: &mut [u32],
         kp: usize,
     ) {
-        // tile[q][i]: pair q of row i; read back by columns with one gather per row.
-        let mut tile = [0u32; 256];
-        let column = _mm512_setr_epi32(
-            0, 16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240,
-        );
-        let src = a.as_ptr();
-        let dst = chunk.as_mut_ptr();
-        for q0 in (0..pairs).step_by(16) {
-            for r0 in (0..rows).step_by(16) {
-                for q in 0..16 {
-                    let kk = 2 * (q0 + q);
-                    let lo = _mm512_loadu_ps(src.add(kk * cs + i0 + r0));
-                    let hi = _mm512_loadu_ps(src.add((kk + 1) * cs + i0 + r0));
-                    let lo: __m256i = std::mem::transmute(_mm512_cvtneps_pbh(lo));
-                    let hi: __m256i = std::mem::transmute(_mm512_cvtneps_pbh(hi));
-                    let pair = _mm512_or_si512(
-                        _mm512_cvtepu16_epi32(lo),
-                        _mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(hi)),
-                    );
-                    _mm512_storeu_si512(tile.as_mut_ptr().add(16 * q).cast(), pair);
-                }
-                for i in 0..16 {
-                    let row = _mm512_i32gather_epi32::<4>(column, tile.as_ptr().add(i).cast());
-                    _mm512_storeu_si512(dst.add((r0 + i) * kp + q0).cast(), row);
+        // SAFETY: the caller guarantees AVX-512F and AVX512-BF16 and the layout of `a` and `chunk`
+        // (this fn's contract): with q0 + q < pairs and r0 + 16 <= rows (both multiples of
+        // 16), every load reads 16 floats of rows 2 (q0 + q) and 2 (q0 + q) + 1 of `a` from
+        // column i0 + r0, every store into `chunk` writes 16 pairs of row r0 + i from pair
+        // q0, and the tile stores and gathers stay within the 256 u32 of `tile` (16 q + 15
+        // < 256, column offsets up to 240 + 15); the transmutes reinterpret 16 bf16 as the
+        // same 256 bits.
+        unsafe {
+            // tile[q][i]: pair q of row i; read back by columns with one gather per row.
+            let mut tile = [0u32; 256];
+            let column = _mm512_setr_epi32(
+                0, 16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240,
+            );
+            let src = a.as_ptr();
+            let dst = chunk.as_mut_ptr();
+            for q0 in (0..pairs).step_by(16) {
+                for r0 in (0..rows).step_by(16) {
+                    for q in 0..16 {
+                        let kk = 2 * (q0 + q);
+                        let lo = _mm512_loadu_ps(src.add(kk * cs + i0 + r0));
+                        let hi = _mm512_loadu_ps(src.add((kk + 1) * cs + i0 + r0));
+                        let lo: __m256i = std::mem::transmute(_mm512_cvtneps_pbh(lo));
+                        let hi: __m256i = std::mem::transmute(_mm512_cvtneps_pbh(hi));
+                        let pair = _mm512_or_si512(
+                            _mm512_cvtepu16_epi32(lo),
+                            _mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(hi)),
+                        );
+                        _mm512_storeu_si512(tile.as_mut_ptr().add(16 * q).cast(), pair);
+                    }
+                    for i in 0..16 {
+                        let row = _mm512_i32gather_epi32::<4>(column, tile.as_ptr().add(i).cast());
+                        _mm512_storeu_si512(dst.add((r0 + i) * kp + q0).cast(), row);
+                    }
                 }
             }
         }

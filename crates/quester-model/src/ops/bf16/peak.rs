@@ -110,10 +110,14 @@ mod chains {
     /// # Safety
     /// The CPU has AVX-512F and AVX512-BF16.
     pub unsafe fn run(iters: usize, bf16: bool) {
-        if bf16 {
-            dp_chains(iters)
-        } else {
-            fma_chains(iters)
+        // SAFETY: the CPU has AVX-512F and AVX512-BF16 (this fn's contract), the features of
+        // both chains.
+        unsafe {
+            if bf16 {
+                dp_chains(iters);
+            } else {
+                fma_chains(iters);
+            }
         }
     }
 
@@ -125,7 +129,10 @@ mod chains {
             unsafe fn $name(iters: usize) {
                 let z = _mm512_setzero_ps();
                 let b = _mm512_set1_ps(1e-7);
-                std::arch::asm!(
+                // SAFETY: the CPU has this fn's target features (`run`'s contract, which the
+                // caller checked); the loop touches only zmm registers and a counter, no
+                // memory, and runs at least once (iters.max(1)).
+                unsafe { std::arch::asm!(
                 "2:",
                 concat!($ins, " {a0}, {b}, {b}"),
                 concat!($ins, " {a1}, {b}, {b}"),
@@ -180,7 +187,7 @@ mod chains {
                 a22 = inout(zmm_reg) z => _,
                 a23 = inout(zmm_reg) z => _,
                 options(nostack),
-                );
+                ) };
             }
         };
     }

@@ -143,7 +143,7 @@ mod tests {
             })
             .unwrap();
             let mut seen = seen.into_inner().unwrap();
-            seen.sort();
+            seen.sort_unstable();
             let want: Vec<(usize, usize)> = (0..m)
                 .step_by(Bf16Rows::BLOCK)
                 .map(|i0| (i0, (m - i0).min(Bf16Rows::BLOCK)))

@@ -37,7 +37,7 @@ fn tiny_models_match_transformers() {
         let mut max_err = 0f64;
         for (g, w) in got.iter().zip(&want) {
             for (a, b) in g.iter().zip(w) {
-                max_err = max_err.max((*a as f64 - b).abs());
+                max_err = max_err.max((f64::from(*a) - b).abs());
             }
         }
         assert!(max_err < 1e-4, "{name}: max |logprob error| {max_err}");

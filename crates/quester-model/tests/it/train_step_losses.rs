@@ -1,10 +1,8 @@
 //! The training step's losses against hand-worked values, its NaN skip, micro-batch
 //! accumulation and loss decrease, on a tiny bigram model.
 
-mod common;
-
+use crate::common::bigram::Bigram;
 use candle_core::{Device, Tensor, Var};
-use common::bigram::Bigram;
 use quester_model::optim::{AdamWConfig, LrSchedule};
 use quester_model::train_step::{
     LossKind, TrainBatch, TrainSequence, TrainStep, TrainStepConfig, TrainStepError, TrainableModel,

@@ -57,7 +57,7 @@ struct LossCase {
 }
 
 fn fixture() -> Fixture {
-    serde_json::from_str(include_str!("fixtures/reference.json")).unwrap()
+    serde_json::from_str(include_str!("../fixtures/reference.json")).unwrap()
 }
 
 fn close(got: &[f64], want: &[f64], tol: f64, what: &str) {

@@ -1,10 +1,8 @@
 //! Checkpoints: bit-identical round trip, identical resumed training, atomic writes and errors
 //! that name the path.
 
-mod common;
-
+use crate::common::bigram::Bigram;
 use candle_core::{Device, Tensor};
-use common::bigram::Bigram;
 use quester_model::checkpoint::{load_checkpoint, save_checkpoint, CheckpointMeta};
 use quester_model::optim::AdamWConfig;
 use quester_model::train_step::{

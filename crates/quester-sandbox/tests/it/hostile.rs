@@ -1,14 +1,12 @@
 //! Hostile submissions: each one ends within the wall limit + 2 s as a failed outcome with a
 //! readable message, and leaves no process of the run behind.
 
-mod common;
-
 use std::io::ErrorKind;
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use common::{assert_in_time, assert_nothing_left, quick_limits, sandbox, unique};
+use crate::common::{assert_in_time, assert_nothing_left, quick_limits, sandbox, unique};
 use quester_sandbox::{Execution, Layers, Sandbox, Termination, TestReport};
 
 const CHECK3: &str = "def check(candidate):\n    assert candidate(1) == 1\n    assert candidate(2) == 2\n    assert candidate(3) == 3\n";
@@ -52,6 +50,7 @@ fn protections_are_reported() {
     let off = [
         p.network_namespace,
         p.pid_namespace,
+        // SAFETY: geteuid takes no arguments and cannot fail.
         p.uid_drop || unsafe { libc::geteuid() } != 0,
         p.landlock_fs,
     ]
@@ -173,6 +172,7 @@ fn fork_bombs_are_refused() {
 #[test]
 fn a_fork_bomb_past_the_guards_is_bounded_and_cleaned_up() {
     let sb = sandbox();
+    // SAFETY: geteuid takes no arguments and cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
     // As root without the uid drop RLIMIT_NPROC does not bind: keep the loop finite there.
     let bounded = root && !sb.protections().uid_drop;

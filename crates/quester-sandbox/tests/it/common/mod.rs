@@ -1,4 +1,5 @@
-#![allow(dead_code)] // each test binary uses part of this
+//! What the test modules share: short limits, a sandbox, and checks that a run ended in time
+//! and left no process behind.
 
 use std::time::{Duration, Instant};
 

@@ -50,7 +50,7 @@ fn first_step_matches_hand_computation() {
     ];
     // 0.899, -2.098, 0.5995
     for (got, want) in values(&x).iter().zip(expected) {
-        assert!((*got as f64 - want).abs() < 1e-6, "{got} vs {want}");
+        assert!((f64::from(*got) - want).abs() < 1e-6, "{got} vs {want}");
     }
     assert!((expected[0] - 0.899).abs() < 1e-7 && (expected[1] + 2.098).abs() < 1e-7);
     assert_eq!(opt.step_count(), 1);
@@ -96,7 +96,7 @@ fn several_steps_match_f64_reference() {
         opt.step(&grads_for(&x, &g.map(|v| v as f32)), 1.0).unwrap();
     }
     for (got, want) in values(&x).iter().zip(p) {
-        assert!((*got as f64 - want).abs() < 1e-6, "{got} vs {want}");
+        assert!((f64::from(*got) - want).abs() < 1e-6, "{got} vs {want}");
     }
 }
 

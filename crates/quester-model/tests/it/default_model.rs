@@ -63,7 +63,7 @@ fn max_error_against_transformers() -> f64 {
         let got = quester_model::score::score_ids(&m.model, &ids[..1], &ids[1..]).unwrap();
         assert_eq!(got.len(), want.len());
         for (a, b) in got.iter().zip(&want) {
-            max_err = max_err.max((*a as f64 - b).abs());
+            max_err = max_err.max((f64::from(*a) - b).abs());
         }
     }
     max_err

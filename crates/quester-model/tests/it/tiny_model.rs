@@ -98,7 +98,7 @@ fn lora_starts_as_identity_and_trains_only_adapters() {
         .unwrap()
         .to_vec2()
         .unwrap();
-    assert!((changed[0][3] - before[0][3] as f64).abs() > 1e-4);
+    assert!((changed[0][3] - f64::from(before[0][3])).abs() > 1e-4);
     // Without its adapters the model is the base model again (the KL reference under LoRA).
     let base: Vec<Vec<f64>> = model
         .without_lora()

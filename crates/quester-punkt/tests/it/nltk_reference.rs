@@ -12,7 +12,7 @@ fn strings(v: &Value) -> Vec<String> {
 }
 
 fn cases() -> Vec<(String, Vec<String>, Vec<String>)> {
-    let raw = include_str!("fixtures/nltk_reference.json");
+    let raw = include_str!("../fixtures/nltk_reference.json");
     let doc: Value = serde_json::from_str(raw).expect("fixture is JSON");
     doc["cases"]
         .as_array()

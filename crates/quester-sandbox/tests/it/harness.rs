@@ -1,9 +1,7 @@
 //! How run_tests splits and reports: errors of the program as a whole, context statements,
 //! odd test sources.
 
-mod common;
-
-use common::sandbox;
+use crate::common::sandbox;
 use quester_sandbox::Termination;
 
 const CHECK3: &str = "def check(candidate):\n    assert candidate(1) == 1\n    assert candidate(2) == 2\n    assert candidate(3) == 3\n";

@@ -1,0 +1,10 @@
+//! quester-algos's integration tests, one module per file, linked into one test binary (`it`)
+//! rather than one binary each: the crate and its dependencies are linked once, not once per
+//! file. Run one file's tests with `cargo test -p quester-algos --test it <module>::`.
+
+mod advantages;
+mod batch_properties;
+mod config;
+mod invariants;
+mod loss_gradients;
+mod reference_fixtures;

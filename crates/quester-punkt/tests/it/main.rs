@@ -1,0 +1,6 @@
+//! quester-punkt's integration tests, one module per file, linked into one test binary (`it`)
+//! rather than one binary each: the crate and its dependencies are linked once, not once per
+//! file. Run one file's tests with `cargo test -p quester-punkt --test it <module>::`.
+
+mod nltk_reference;
+mod no_panic;
