@@ -95,17 +95,22 @@ fn run_solve(args: SolveArgs) -> anyhow::Result<()> {
     let solution = solve(&room).with_context(|| format!("solving {}", args.level.display()))?;
     let mut out = std::io::stdout().lock();
     if args.json {
-        let moves: Vec<String> = solution.iter().flatten().map(|d| d.to_string()).collect();
+        let moves: Vec<String> = solution
+            .iter()
+            .flatten()
+            .map(std::string::ToString::to_string)
+            .collect();
         let row = json!({
             "solvable": solution.is_some(),
-            "moves": solution.as_ref().map(|s| s.len()),
+            "moves": solution.as_ref().map(std::vec::Vec::len),
             "solution": moves,
         });
         writeln!(out, "{row}")?;
     } else {
         match &solution {
             Some(moves) => {
-                let names: Vec<String> = moves.iter().map(|d| d.to_string()).collect();
+                let names: Vec<String> =
+                    moves.iter().map(std::string::ToString::to_string).collect();
                 writeln!(
                     out,
                     "solvable in {} moves: {}",

@@ -209,7 +209,7 @@ pub fn score_cmd(args: ScoreArgs) -> anyhow::Result<()> {
         });
         println!("{row}");
     } else {
-        let total: f64 = s.logprobs.iter().map(|&x| x as f64).sum();
+        let total: f64 = s.logprobs.iter().map(|&x| f64::from(x)).sum();
         println!(
             "{} prompt tokens, {} completion tokens, total log-prob {total:.4}",
             s.prompt_ids.len(),

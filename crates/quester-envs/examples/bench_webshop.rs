@@ -55,7 +55,7 @@ fn main() {
         }
     }
     let n = cat.goals.len() as f64;
-    lat.sort_by(|a, b| a.total_cmp(b));
+    lat.sort_by(f64::total_cmp);
     let mean = lat.iter().sum::<f64>() / lat.len() as f64;
     let pct = |q: usize| lat[(lat.len() * q / 100).min(lat.len() - 1)];
     let p95 = pct(95);

@@ -180,7 +180,7 @@ pub fn export_checkpoint(
     };
     let mut files: Vec<(String, u64)> = std::fs::read_dir(out)
         .map_err(io("listing", out))?
-        .filter_map(|e| e.ok())
+        .filter_map(std::result::Result::ok)
         .map(|e| {
             let len = e.metadata().map(|m| m.len()).unwrap_or(0);
             (e.file_name().to_string_lossy().into_owned(), len)

@@ -270,7 +270,7 @@ impl RunDir {
     fn prune(&self, keep: usize) -> Result<(), TrainError> {
         let dir = self.checkpoints();
         let mut names: Vec<String> = io(&dir, fs::read_dir(&dir))?
-            .filter_map(|e| e.ok())
+            .filter_map(std::result::Result::ok)
             .map(|e| e.file_name().to_string_lossy().to_string())
             .filter(|n| n.starts_with("step_"))
             .collect();

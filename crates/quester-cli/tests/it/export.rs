@@ -191,7 +191,7 @@ fn lora_run_exports_its_adapter_and_the_merged_model() {
         .iter()
         .map(|t| t.as_str().unwrap())
         .collect();
-    targets.sort();
+    targets.sort_unstable();
     assert_eq!(targets, ["down_proj", "q_proj", "v_proj"]);
     let base_path = std::fs::canonicalize(tiny_llama()).unwrap();
     assert_eq!(cfg["base_model_name_or_path"], s(&base_path));
@@ -278,7 +278,10 @@ fn lora_run_exports_its_adapter_and_the_merged_model() {
     let lora = LoraConfig {
         rank: 4,
         alpha: 8.0,
-        target_modules: targets.iter().map(|t| t.to_string()).collect(),
+        target_modules: targets
+            .iter()
+            .map(std::string::ToString::to_string)
+            .collect(),
         seed: 0,
     };
     let (_, untrained) = logprobs(&base);

@@ -163,7 +163,7 @@ pub fn humaneval_problems() -> Result<Arc<Vec<Problem>>, EnvError> {
     static CACHE: Mutex<Option<Arc<Vec<Problem>>>> = Mutex::new(None);
     let mut cached = CACHE
         .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if let Some(p) = cached.as_ref() {
         return Ok(p.clone());
     }

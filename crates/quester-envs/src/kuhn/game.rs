@@ -64,7 +64,7 @@ pub fn is_terminal(history: &[Action]) -> bool {
     use Action::*;
     matches!(
         history,
-        [Pass, Pass] | [Bet, Pass] | [Bet, Bet] | [Pass, Bet, Pass] | [Pass, Bet, Bet]
+        [Pass | Bet, Pass] | [Bet, Bet] | [Pass, Bet, Pass | Bet]
     )
 }
 

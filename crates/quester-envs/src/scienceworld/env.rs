@@ -87,7 +87,7 @@ pub fn order_valid_actions(json: &str) -> Result<Vec<String>, String> {
     let mut out = Vec::new();
     loop {
         let mut any = false;
-        for c in columns.iter_mut() {
+        for c in &mut columns {
             if let Some(a) = c.pop() {
                 any = true;
                 if seen.insert(a.clone()) {
@@ -229,7 +229,9 @@ impl ScienceWorldEnv {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The Java process's id, when one runs.
@@ -334,7 +336,7 @@ impl ScienceWorldEnv {
         let key: Key = (self.options.jar.clone(), task, self.plan.split);
         let known = KNOWN
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(&key)
             .cloned();
         if let Some(v) = known {
@@ -355,7 +357,7 @@ impl ScienceWorldEnv {
         inner.variations.insert(task, v.clone());
         KNOWN
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .insert(key, v.clone());
         Ok(v)
     }

@@ -30,7 +30,8 @@ const PING_TIMEOUT: Duration = Duration::from_secs(2);
 static POOL: Mutex<Vec<Server>> = Mutex::new(Vec::new());
 
 fn lock() -> MutexGuard<'static, Vec<Server>> {
-    POOL.lock().unwrap_or_else(|p| p.into_inner())
+    POOL.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// An idle, live server started with `key`, its call limit set to `call_timeout`; `None`

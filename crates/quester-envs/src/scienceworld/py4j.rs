@@ -319,14 +319,14 @@ impl Client {
     pub fn call_f64(&mut self, method: &str, args: &[Arg]) -> Result<f64, Py4jError> {
         match self.call(method, args)? {
             Value::Double(d) => Ok(d),
-            Value::Int(i) => Ok(i as f64),
+            Value::Int(i) => Ok(f64::from(i)),
             got => Err(unexpected(method, got, "a number")),
         }
     }
 
     pub fn call_i64(&mut self, method: &str, args: &[Arg]) -> Result<i64, Py4jError> {
         match self.call(method, args)? {
-            Value::Int(i) => Ok(i as i64),
+            Value::Int(i) => Ok(i64::from(i)),
             Value::Long(l) => Ok(l),
             got => Err(unexpected(method, got, "an integer")),
         }
@@ -460,7 +460,7 @@ mod tests {
     fn decodes_errors() {
         match decode_answer("!xspy4j.Py4JException: Method x([]) does not exist\\n\tat y") {
             Err(Py4jError::Java(m)) => {
-                assert_eq!(m, "py4j.Py4JException: Method x([]) does not exist\n\tat y")
+                assert_eq!(m, "py4j.Py4JException: Method x([]) does not exist\n\tat y");
             }
             other => panic!("{other:?}"),
         }

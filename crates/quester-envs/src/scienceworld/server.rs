@@ -217,7 +217,7 @@ fn spawn_tied(mut cmd: Command) -> std::io::Result<Child> {
     let (tx, rx) = mpsc::channel();
     sender
         .lock()
-        .unwrap_or_else(|p| p.into_inner())
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
         .send((cmd, tx))
         .map_err(|_| std::io::Error::other("the spawner thread is gone"))?;
     rx.recv()

@@ -118,7 +118,7 @@ pub fn generate_room(config: &SokobanConfig, rng: &mut ChaCha8Rng) -> Option<Roo
 /// five 3x3 masks stamped per step, border cells walls. Returns floor flags.
 pub fn room_topology(w: usize, h: usize, rng: &mut ChaCha8Rng) -> Vec<bool> {
     let steps = (1.7 * (h + w) as f64) as usize;
-    let dirs = Dir::ALL.map(|d| d.delta());
+    let dirs = Dir::ALL.map(super::grid::Dir::delta);
     let mut dir = *dirs.choose(rng).unwrap_or(&(1, 0));
     let mut pos = (
         rng.random_range(1..h) as isize,
@@ -186,7 +186,7 @@ struct Key(u16, Bits, Bits);
 
 impl Hash for Key {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        state.write_u64(self.0 as u64);
+        state.write_u64(u64::from(self.0));
         self.1
             .iter()
             .chain(self.2.iter())
@@ -203,7 +203,7 @@ impl Hasher for FxHasher {
         self.0 ^ (self.0 >> 29)
     }
     fn write(&mut self, bytes: &[u8]) {
-        bytes.iter().for_each(|&b| self.write_u64(b as u64));
+        bytes.iter().for_each(|&b| self.write_u64(u64::from(b)));
     }
     fn write_u64(&mut self, w: u64) {
         self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x517c_c1b7_2722_0a95);

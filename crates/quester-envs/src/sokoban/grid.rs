@@ -212,7 +212,7 @@ impl Room {
         MoveOutcome {
             moved: true,
             pushed: true,
-            on_target_change: self.targets[beyond] as i32 - self.targets[next] as i32,
+            on_target_change: i32::from(self.targets[beyond]) - i32::from(self.targets[next]),
         }
     }
 

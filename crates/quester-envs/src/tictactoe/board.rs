@@ -115,7 +115,7 @@ impl Board {
     pub fn outcome(&self) -> Option<Outcome> {
         if let Some(m) = self.winner() {
             Some(Outcome::Win(m))
-        } else if self.cells.iter().all(|c| c.is_some()) {
+        } else if self.cells.iter().all(std::option::Option::is_some) {
             Some(Outcome::Draw)
         } else {
             None

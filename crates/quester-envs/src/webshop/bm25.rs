@@ -32,8 +32,8 @@ fn long_to_int4(i: u64) -> u32 {
 }
 
 fn int4_to_long(i: u32) -> u64 {
-    let bits = (i & 0x07) as u64;
-    let shift = (i >> 3) as i64 - 1;
+    let bits = u64::from(i & 0x07);
+    let shift = i64::from(i >> 3) - 1;
     if shift == -1 {
         bits
     } else {
@@ -49,7 +49,7 @@ pub fn quantized_length(len: u64) -> u64 {
     if len < NUM_FREE_VALUES {
         len
     } else {
-        let byte = NUM_FREE_VALUES + long_to_int4(len - NUM_FREE_VALUES) as u64;
+        let byte = NUM_FREE_VALUES + u64::from(long_to_int4(len - NUM_FREE_VALUES));
         NUM_FREE_VALUES + int4_to_long((byte - NUM_FREE_VALUES) as u32)
     }
 }
@@ -131,7 +131,7 @@ impl Bm25Index {
                 if *slot == 0.0 {
                     touched.push(doc);
                 }
-                *slot += s as f64;
+                *slot += f64::from(s);
             }
         }
         let mut ranked: Vec<(usize, f32)> = touched

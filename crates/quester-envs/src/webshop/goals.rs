@@ -32,7 +32,7 @@ pub struct Goal {
 
 /// The price bound grid 10, 20, ..., 990.
 fn price_grid() -> impl Iterator<Item = f64> {
-    (1..100).map(|i| 10.0 * i as f64)
+    (1..100).map(|i| 10.0 * f64::from(i))
 }
 
 /// Goals in catalogue order (before the shuffle). `rng` is the stream that drew the prices.

@@ -85,8 +85,8 @@ impl PyRandom {
 
     /// `random.random()`: 53-bit float in [0, 1).
     pub fn random(&mut self) -> f64 {
-        let a = (self.next_u32() >> 5) as f64;
-        let b = (self.next_u32() >> 6) as f64;
+        let a = f64::from(self.next_u32() >> 5);
+        let b = f64::from(self.next_u32() >> 6);
         (a * 67_108_864.0 + b) / 9_007_199_254_740_992.0
     }
 

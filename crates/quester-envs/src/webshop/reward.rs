@@ -125,7 +125,7 @@ pub fn title_nouns(title: &str) -> Vec<String> {
         .map(|w| w.trim_matches('\'').to_lowercase())
         .filter(|w| {
             w.chars().count() >= 2
-                && w.chars().all(|c| c.is_alphabetic())
+                && w.chars().all(char::is_alphabetic)
                 && !STOP_WORDS.contains(&w.as_str())
                 && !EXTRA.contains(&w.as_str())
         })

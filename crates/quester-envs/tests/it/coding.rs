@@ -417,9 +417,8 @@ fn config_errors_name_the_key_and_the_allowed_values() {
     ];
     for (key, value, wanted) in cases {
         let table: toml::Table = format!("{key} = {value}").parse().unwrap();
-        let err = match make_env("coding", table) {
-            Ok(_) => panic!("{key} = {value} accepted"),
-            Err(e) => e,
+        let Err(err) = make_env("coding", table) else {
+            panic!("{key} = {value} accepted")
         };
         assert!(matches!(err, EnvError::Config { .. }), "{err}");
         let text = err.to_string();

@@ -22,7 +22,9 @@ static SERIAL: Mutex<()> = Mutex::new(());
 
 /// The shared lock, with the pool drained (a test starts with no idle servers).
 fn serial() -> std::sync::MutexGuard<'static, ()> {
-    let g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let g = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     drain_pool();
     g
 }

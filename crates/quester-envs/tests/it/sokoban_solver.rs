@@ -141,7 +141,7 @@ fn hand_worked_lengths() {
     let room = parse_level("######\n#_X_O#\n#__P_#\n#____#\n######").unwrap();
     let moves = solve(&room).unwrap().unwrap();
     assert_eq!(moves.len(), 5);
-    let text: Vec<String> = moves.iter().map(|d| d.to_string()).collect();
+    let text: Vec<String> = moves.iter().map(std::string::ToString::to_string).collect();
     assert_eq!(text, ["left", "left", "up", "right", "right"]);
     // Already solved.
     let room = parse_level("####\n#P√#\n####").unwrap();

@@ -88,7 +88,7 @@ fn each_order_bot_plays_first_free_cell_of_its_order() {
         assert_eq!(bot.choose(&b, &mut rng), Some(later_move), "order{k}");
         // Every order is a permutation of the 9 cells.
         let mut sorted = PREFERRED_ORDERS[k];
-        sorted.sort();
+        sorted.sort_unstable();
         assert_eq!(sorted, [0, 1, 2, 3, 4, 5, 6, 7, 8]);
     }
 }

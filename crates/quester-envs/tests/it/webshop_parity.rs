@@ -49,7 +49,7 @@ fn mersenne_twister_matches_cpython() {
     let f = fixture("webshop_pyrandom.json");
     let mut r = PyRandom::new(0);
     for v in f["seed0_u32"].as_array().unwrap() {
-        assert_eq!(r.next_u32() as u64, v.as_u64().unwrap());
+        assert_eq!(u64::from(r.next_u32()), v.as_u64().unwrap());
     }
     let mut r = PyRandom::new(42);
     for v in f["seed42_random"].as_array().unwrap() {
@@ -57,7 +57,7 @@ fn mersenne_twister_matches_cpython() {
     }
     let mut r = PyRandom::new((1u64 << 40) + 5);
     for v in f["seed_big_u32"].as_array().unwrap() {
-        assert_eq!(r.next_u32() as u64, v.as_u64().unwrap());
+        assert_eq!(u64::from(r.next_u32()), v.as_u64().unwrap());
     }
     let mut x: Vec<u64> = (0..50).collect();
     PyRandom::new(233).shuffle(&mut x);

@@ -31,9 +31,9 @@ fn cells(metrics: &[String], figs: &Figures, f: fn(&Interval) -> String) -> Stri
 fn header(first: &[&str], metrics: &[String], last: &[&str]) -> String {
     let cols: Vec<String> = first
         .iter()
-        .map(|s| s.to_string())
+        .map(std::string::ToString::to_string)
         .chain(metrics.iter().map(|m| m.replace('_', " ")))
-        .chain(last.iter().map(|s| s.to_string()))
+        .chain(last.iter().map(std::string::ToString::to_string))
         .collect();
     format!(
         "| {} |\n|{}\n",

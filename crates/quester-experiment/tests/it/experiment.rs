@@ -141,7 +141,7 @@ fn a_bad_plan_fails_before_any_run_naming_the_key() {
     let e = Plan::load(&path).unwrap_err();
     let msg = format!(
         "{e}: {:?}",
-        std::error::Error::source(&e).map(|s| s.to_string())
+        std::error::Error::source(&e).map(std::string::ToString::to_string)
     );
     assert!(matches!(e, ExperimentError::RunConfig { .. }), "{msg}");
     assert!(

@@ -60,7 +60,7 @@ fn png_stats(path: &Path) -> (u32, u32, f64) {
     (
         info.width,
         info.height,
-        inked as f64 / (info.width * info.height) as f64,
+        inked as f64 / f64::from(info.width * info.height),
     )
 }
 

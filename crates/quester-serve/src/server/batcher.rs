@@ -69,7 +69,11 @@ fn run_one(backend: &mut dyn ChatBackend, batch: Vec<Job>) {
             let why = panic
                 .downcast_ref::<String>()
                 .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .or_else(|| {
+                    panic
+                        .downcast_ref::<&str>()
+                        .map(std::string::ToString::to_string)
+                })
                 .unwrap_or_else(|| "unknown panic".to_string());
             let err = BackendError::internal(format!("generation panicked: {why}"));
             vec![Err(err); sequences.len()]

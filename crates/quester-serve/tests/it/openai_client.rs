@@ -344,7 +344,7 @@ fn refused_connections_are_retried_then_reported() {
         l.local_addr().unwrap().port()
     };
     let c = client(&format!("http://127.0.0.1:{port}/v1"), |c| {
-        c.max_retries = 2
+        c.max_retries = 2;
     });
     let err = c.chat(&hello(), &ChatParams::default()).unwrap_err();
     assert!(

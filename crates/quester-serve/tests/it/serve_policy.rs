@@ -13,7 +13,7 @@ use quester_train::trainer::evaluate_policy;
 fn tabular() -> TabularPolicy {
     let cands = crate::bandit::BANDIT_CANDIDATES
         .iter()
-        .map(|c| c.to_string())
+        .map(std::string::ToString::to_string)
         .collect();
     TabularPolicy::new(cands, 0.1, 0.0)
 }

@@ -144,7 +144,7 @@ fn prompt_key(messages: &[ChatMessage], prefix: &str) -> String {
 
 fn softmax(logits: &[f64], temperature: f64) -> Vec<f64> {
     let scaled: Vec<f64> = logits.iter().map(|l| l / temperature).collect();
-    let max = scaled.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let max = scaled.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let exps: Vec<f64> = scaled.iter().map(|l| (l - max).exp()).collect();
     let sum: f64 = exps.iter().sum();
     exps.iter().map(|e| e / sum).collect()

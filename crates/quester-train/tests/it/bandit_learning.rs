@@ -5,7 +5,6 @@
 //! pulls the revealed arm in attempt 2 (pass@2 = 1). Cross-attempt credit (traj_gamma > 0) is
 //! what makes scouting worth it: with traj_gamma = 0 scouting only costs.
 
-
 use quester_train::api::{build_policy, env_factory};
 use quester_train::prompts::PromptTemplates;
 use quester_train::sample::SampleKind;

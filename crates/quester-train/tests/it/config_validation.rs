@@ -9,7 +9,10 @@ fn preset(name: &str, overrides: &[&str]) -> Result<TrainConfig, String> {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../configs")
         .join(name);
-    let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+    let o: Vec<String> = overrides
+        .iter()
+        .map(std::string::ToString::to_string)
+        .collect();
     TrainConfig::load(&p, &o).map_err(|e| e.to_string())
 }
 

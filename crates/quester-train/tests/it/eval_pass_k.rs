@@ -3,7 +3,6 @@
 //! computed by hand over the trials returned, its monotonicity, sample 0 of every task being the
 //! old evaluation exactly, and the keys a training run logs.
 
-
 use std::collections::BTreeMap;
 
 use quester_train::api::{build_policy, env_factory};

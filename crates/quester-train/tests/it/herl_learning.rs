@@ -121,7 +121,7 @@ fn run(method: &str, seed: u64) -> (f64, f64) {
     let rows = trainer.run_dir().read_metrics().unwrap();
     let rewards: Vec<f64> = rows
         .iter()
-        .filter_map(|r| r.get("reward_mean").and_then(|v| v.as_f64()))
+        .filter_map(|r| r.get("reward_mean").and_then(serde_json::Value::as_f64))
         .collect();
     assert_eq!(rewards.len(), STEPS);
     let all = rewards.iter().sum::<f64>() / STEPS as f64;

@@ -1,8 +1,8 @@
 //! quester-train's integration tests, one binary (each file a module; `common` holds the shared
 //! configs and helpers).
 
-mod common;
 mod bandit_learning;
+mod common;
 mod config_layout;
 mod config_validation;
 mod empo2;

@@ -3,7 +3,6 @@
 //! when its record says they are not the current policy's; a method can train a response under
 //! another context.
 
-
 use quester_train::api::{build_policy, env_factory};
 use quester_train::method::{Common, TrainingMethod};
 use quester_train::policy::tabular::TabularPolicy;

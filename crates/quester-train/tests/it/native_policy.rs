@@ -61,7 +61,7 @@ fn generate_then_update_with_aligned_logprobs() {
                 seen = new.to_vec();
                 // Loss = -mean over tokens of A * logp with A = -1 for every response (the tiny model
                 // already gives its samples probability near 1, so only "less likely" can show).
-                let n: usize = new.iter().map(|v| v.len()).sum();
+                let n: usize = new.iter().map(std::vec::Vec::len).sum();
                 let adv = [-1.0, -1.0, -1.0];
                 LossValue {
                     loss: -new

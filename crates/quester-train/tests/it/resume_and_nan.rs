@@ -2,7 +2,6 @@
 //! uninterrupted one (same metrics lines, same trajectories, same weights); a non-finite loss
 //! skips the update and is logged.
 
-
 use quester_train::api::{build_policy, env_factory};
 use quester_train::policy::tabular::TabularPolicy;
 use quester_train::policy::{

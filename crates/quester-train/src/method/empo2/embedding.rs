@@ -100,7 +100,7 @@ mod tests {
             self.0.fetch_add(texts.len(), Ordering::SeqCst);
             Ok(texts
                 .iter()
-                .map(|t| vec![t.len() as f32, t.bytes().next().unwrap_or(0) as f32])
+                .map(|t| vec![t.len() as f32, f32::from(t.bytes().next().unwrap_or(0))])
                 .collect())
         }
     }
