@@ -4,7 +4,7 @@ use crate::env::{Env, EnvError};
 use crate::spec::EnvSpec;
 
 /// Every registered env, in the order error messages list them.
-static SPECS: [&EnvSpec; 9] = [
+static SPECS: &[&EnvSpec] = &[
     &crate::sokoban::SPEC,
     &crate::minesweeper::SPEC,
     &crate::webshop::SPEC,
@@ -18,7 +18,7 @@ static SPECS: [&EnvSpec; 9] = [
 
 /// Every registered env's spec.
 pub fn specs() -> &'static [&'static EnvSpec] {
-    &SPECS
+    SPECS
 }
 
 /// Every registered env's name.
@@ -80,11 +80,12 @@ mod tests {
     #[test]
     fn an_unknown_name_lists_the_registered_ones() {
         let e = spec("nope").unwrap_err().to_string();
-        assert_eq!(
-            e,
-            "unknown environment `nope`; available: sokoban, minesweeper, webshop, tictactoe, \
-             kuhn, bandit, instruction, coding, scienceworld"
+        assert!(
+            e.starts_with("unknown environment `nope`; available: sokoban, minesweeper, webshop,"),
+            "{e}"
         );
+        let listed = e.rsplit("available: ").next().unwrap_or_default();
+        assert_eq!(listed, env_names().collect::<Vec<_>>().join(", "));
         assert_eq!(
             prompt("kuhn_terse_play"),
             crate::kuhn::SPEC.prompt("kuhn_terse_play")
