@@ -11,10 +11,7 @@ use quester_train::prompts::PromptTemplates;
 use quester_train::trainer::evaluate_policy;
 
 fn tabular() -> TabularPolicy {
-    let cands = crate::bandit::BANDIT_CANDIDATES
-        .iter()
-        .map(std::string::ToString::to_string)
-        .collect();
+    let cands = crate::bandit::lamer_bandit(0.9, 1).model.tabular_candidates;
     TabularPolicy::new(cands, 0.1, 0.0)
 }
 
@@ -50,7 +47,10 @@ fn a_tabular_policy_answers_over_http() {
     };
     let a = ask(1, vec![]);
     assert!(
-        crate::bandit::BANDIT_CANDIDATES.contains(&a.text.as_str()),
+        crate::bandit::lamer_bandit(0.9, 1)
+            .model
+            .tabular_candidates
+            .contains(&a.text),
         "{}",
         a.text
     );
