@@ -5,7 +5,7 @@ use crate::config::ReflectionType;
 
 /// One played turn as the prompt shows it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct TurnRecord {
+pub(crate) struct TurnRecord {
     /// The observation the action was taken in.
     pub observation: String,
     /// The parsed action (or the response cut short when nothing could be parsed).
@@ -18,7 +18,7 @@ pub struct TurnRecord {
 
 /// A finished attempt.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct AttemptRecord {
+pub(crate) struct AttemptRecord {
     pub turns: Vec<TurnRecord>,
     pub won: bool,
     pub reflection: Option<String>,
@@ -28,7 +28,7 @@ pub struct AttemptRecord {
 const RAW_ACTION_CHARS: usize = 120;
 
 /// The action text the history shows for a response.
-pub fn action_text(response: &str) -> String {
+pub(crate) fn action_text(response: &str) -> String {
     match quester_envs::action::extract_action(response) {
         Some(a) => a.to_string(),
         None => {
@@ -40,7 +40,7 @@ pub fn action_text(response: &str) -> String {
 
 /// The recent turns of the current attempt: the last `window` turns, with the observation in
 /// full for the newest `full` of them and only the action for the older ones.
-pub fn recent_turns(turns: &[TurnRecord], window: usize, full: usize) -> String {
+pub(crate) fn recent_turns(turns: &[TurnRecord], window: usize, full: usize) -> String {
     if turns.is_empty() || window == 0 {
         return String::new();
     }
@@ -68,7 +68,7 @@ pub fn recent_turns(turns: &[TurnRecord], window: usize, full: usize) -> String 
 
 /// The failed attempt as the reflection prompt shows it: the last `window` turns with every
 /// observation in full, then the final observation.
-pub fn attempt_transcript(turns: &[TurnRecord], window: usize) -> String {
+pub(crate) fn attempt_transcript(turns: &[TurnRecord], window: usize) -> String {
     let start = turns.len().saturating_sub(window);
     let mut s = String::new();
     for (i, t) in turns.iter().enumerate().skip(start) {
@@ -90,7 +90,7 @@ pub fn attempt_transcript(turns: &[TurnRecord], window: usize) -> String {
 }
 
 /// The earlier-attempts block of a play prompt (empty in the first attempt or for `None`).
-pub fn earlier_attempts(
+pub(crate) fn earlier_attempts(
     attempts: &[AttemptRecord],
     kind: ReflectionType,
     initial_state: &str,

@@ -26,7 +26,7 @@ fn seat_setting(env: &str, second: bool) -> Option<(&'static str, toml::Value)> 
 /// The opponent of each of `groups` task groups: contiguous blocks whose sizes are the shares
 /// scaled to `groups` and rounded by largest remainder (ties to the earlier entry), so 16
 /// groups at 0.3 / 0.3 / 0.4 get 5 / 5 / 6.
-pub fn assign_blocks(pool: &[PoolEntry], groups: usize) -> Vec<usize> {
+pub(crate) fn assign_blocks(pool: &[PoolEntry], groups: usize) -> Vec<usize> {
     let total: f64 = pool.iter().map(|e| e.share).sum();
     if pool.is_empty() || total <= 0.0 {
         return Vec::new();
@@ -58,7 +58,7 @@ pub fn assign_blocks(pool: &[PoolEntry], groups: usize) -> Vec<usize> {
 
 /// Which of `n` trials put the agent second: `round(ratio * n)` of them, placed by a seeded
 /// shuffle over all trials.
-pub fn draw_seats(n: usize, ratio: f64, seed: u64) -> Vec<bool> {
+pub(crate) fn draw_seats(n: usize, ratio: f64, seed: u64) -> Vec<bool> {
     let second = ((ratio * n as f64).round() as usize).min(n);
     let mut seats: Vec<bool> = (0..n).map(|i| i < second).collect();
     seats.shuffle(&mut ChaCha8Rng::seed_from_u64(seed));
@@ -66,7 +66,7 @@ pub fn draw_seats(n: usize, ratio: f64, seed: u64) -> Vec<bool> {
 }
 
 /// Checks `[opponents]` against the rest of the config (a no-op for an empty pool).
-pub fn validate(cfg: &TrainConfig) -> Result<(), TrainError> {
+pub(crate) fn validate(cfg: &TrainConfig) -> Result<(), TrainError> {
     let o = &cfg.opponents;
     if o.pool.is_empty() {
         return Ok(());
@@ -115,7 +115,7 @@ pub fn validate(cfg: &TrainConfig) -> Result<(), TrainError> {
 }
 
 /// The names of the environments with opponents, sorted.
-pub fn env_names() -> String {
+pub(crate) fn env_names() -> String {
     let mut names: Vec<&str> = quester_envs::specs()
         .iter()
         .filter(|s| s.seats.is_some())
@@ -127,7 +127,7 @@ pub fn env_names() -> String {
 
 /// Puts the pool's opponents and the drawn seats into a step's requests (in group order,
 /// `group_size` trials per task group); a no-op for an empty pool.
-pub fn assign(cfg: &TrainConfig, step: usize, requests: &mut [TrialRequest]) {
+pub(crate) fn assign(cfg: &TrainConfig, step: usize, requests: &mut [TrialRequest]) {
     let o = &cfg.opponents;
     if o.pool.is_empty() {
         return;

@@ -18,16 +18,16 @@ pub fn derive(base: u64, path: &[u64]) -> u64 {
 /// Purposes, so that streams for different uses never coincide.
 pub mod purpose {
     pub const TRAIN_TASKS: u64 = 1;
-    pub const TRAIN_GEN: u64 = 2;
+    pub(crate) const TRAIN_GEN: u64 = 2;
     pub const EVAL_GEN: u64 = 3;
     pub const SHUFFLE: u64 = 4;
     pub const TRAJ_PICK: u64 = 5;
-    pub const SEATS: u64 = 6;
+    pub(crate) const SEATS: u64 = 6;
     /// HeRL's rewrites and the slot each group's hindsight sample takes.
-    pub const HINDSIGHT: u64 = 7;
+    pub(crate) const HINDSIGHT: u64 = 7;
     /// EMPO2's per-step mode draw and its tips.
-    pub const EMPO2_MODE: u64 = 8;
-    pub const EMPO2_TIP: u64 = 9;
+    pub(crate) const EMPO2_MODE: u64 = 8;
+    pub(crate) const EMPO2_TIP: u64 = 9;
 }
 
 #[cfg(test)]

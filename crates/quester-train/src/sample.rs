@@ -104,7 +104,7 @@ pub struct Sample {
 
 impl Sample {
     /// The prompt ids the loss conditions on.
-    pub fn training_prompt_ids(&self) -> &[u32] {
+    pub(crate) fn training_prompt_ids(&self) -> &[u32] {
         self.train_prompt_ids.as_deref().unwrap_or(&self.prompt_ids)
     }
 }
@@ -145,7 +145,7 @@ impl Trial {
 
     /// The outcome of attempt `k` (0-based) as the trial stands after it: a won trial is
     /// frozen, so its later attempts count as its last played one.
-    pub fn attempt_or_last(&self, k: usize) -> Option<&AttemptOutcome> {
+    pub(crate) fn attempt_or_last(&self, k: usize) -> Option<&AttemptOutcome> {
         self.attempts.get(k).or_else(|| self.attempts.last())
     }
 }

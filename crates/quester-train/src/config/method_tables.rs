@@ -22,7 +22,7 @@ pub struct MethodTables(Vec<(String, toml::Table)>);
 
 impl MethodTables {
     /// `T`'s table as the typed struct (its defaults where the table is absent).
-    pub fn get<T: MethodTable>(&self) -> Result<T, TrainError> {
+    pub(crate) fn get<T: MethodTable>(&self) -> Result<T, TrainError> {
         match self.table(T::TABLE) {
             Some(t) => parse_named(T::TABLE, t.clone()),
             None => Ok(T::default()),
@@ -44,17 +44,17 @@ impl MethodTables {
     }
 
     /// The raw table of `name`, if the config has one.
-    pub fn table(&self, name: &str) -> Option<&toml::Table> {
+    pub(crate) fn table(&self, name: &str) -> Option<&toml::Table> {
         self.0.iter().find(|(n, _)| n == name).map(|(_, t)| t)
     }
 
     /// The tables with their names, in order.
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &toml::Table)> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&str, &toml::Table)> {
         self.0.iter().map(|(n, t)| (n.as_str(), t))
     }
 
     /// Sets the raw table of `name` (kept in place, or added last).
-    pub fn insert(&mut self, name: &str, table: toml::Table) {
+    pub(crate) fn insert(&mut self, name: &str, table: toml::Table) {
         match self.0.iter_mut().find(|(n, _)| n == name) {
             Some((_, t)) => *t = table,
             None => self.0.push((name.to_string(), table)),
@@ -64,7 +64,10 @@ impl MethodTables {
 
 /// `T`'s table resolved: read as `T` (unknown keys refused, the error naming `[name]`'s key)
 /// and written back with every key.
-pub fn resolve<T: MethodTable>(name: &str, table: toml::Table) -> Result<toml::Table, TrainError> {
+pub(crate) fn resolve<T: MethodTable>(
+    name: &str,
+    table: toml::Table,
+) -> Result<toml::Table, TrainError> {
     let value: T = parse_named(name, table)?;
     to_table(name, &value)
 }

@@ -112,7 +112,7 @@ pub const RENAMES: &[Rename] = &[
 
 /// Keys that cannot be renamed one to one, with what to write instead: an old file fails with
 /// this message rather than a bare "unknown field".
-pub const REFUSED: &[(&str, &str)] = &[(
+pub(crate) const REFUSED: &[(&str, &str)] = &[(
     "rollout.stop",
     "rollout.stop was split per phase: use prompt.play_stop (e.g. [\"</action>\"]) and \
      prompt.reflect_stop (e.g. [\"</remark>\"])",
@@ -167,7 +167,10 @@ pub fn rename_table(table: &mut toml::Table) -> Result<Vec<Migrated>, TrainError
 
 /// The key and value of one `key=value` override in the new layout (the same when the key is
 /// not an old one), logging a warning when it was renamed.
-pub fn migrate_key(key: &str, value: toml::Value) -> Result<(String, toml::Value), TrainError> {
+pub(crate) fn migrate_key(
+    key: &str,
+    value: toml::Value,
+) -> Result<(String, toml::Value), TrainError> {
     if let Some((_, message)) = REFUSED.iter().find(|(k, _)| *k == key) {
         return Err(TrainError::Config((*message).to_string()));
     }

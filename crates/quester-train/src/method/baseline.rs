@@ -21,9 +21,9 @@ const fn baseline(name: &'static str, estimator: Estimator) -> MethodSpec {
     }
 }
 
-pub const GIGPO: MethodSpec = baseline("gigpo", Estimator::Gigpo);
-pub const GRPO: MethodSpec = baseline("grpo", Estimator::Grpo);
-pub const RLOO: MethodSpec = baseline("rloo", Estimator::Rloo);
+pub(crate) const GIGPO: MethodSpec = baseline("gigpo", Estimator::Gigpo);
+pub(crate) const GRPO: MethodSpec = baseline("grpo", Estimator::Grpo);
+pub(crate) const RLOO: MethodSpec = baseline("rloo", Estimator::Rloo);
 
 /// A baseline trains single episodes with its own estimator; the error names the key.
 fn validate(cfg: &TrainConfig) -> Result<(), TrainError> {
@@ -49,7 +49,7 @@ fn validate(cfg: &TrainConfig) -> Result<(), TrainError> {
 }
 
 /// See the module doc.
-pub struct Baseline {
+pub(crate) struct Baseline {
     common: Common,
 }
 

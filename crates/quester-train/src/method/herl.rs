@@ -39,7 +39,7 @@ use quester_envs::Env;
 /// The context a hindsight sample is trained under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum HindsightContext {
+pub(crate) enum HindsightContext {
     /// The hindsight prompt it was sampled under (HeRL's default).
     Hindsight,
     /// The task's own prompt: the rewrite is trained as if the policy had answered the task.
@@ -48,7 +48,7 @@ pub enum HindsightContext {
 
 /// The built-in hindsight prompt. Placeholders: `{instruction}` (the task as the policy saw
 /// it), `{satisfied}` and `{unmet}` (numbered constraint descriptions, or "none"), `{draft}`.
-pub const HINDSIGHT_TEMPLATE: &str = "You revise drafts. Keep every constraint the draft \
+pub(crate) const HINDSIGHT_TEMPLATE: &str = "You revise drafts. Keep every constraint the draft \
 already satisfies, fix the unmet ones, and do not add new facts.\n\n[Instruction]\n\
 {instruction}\n\n[Candidate]\nSatisfied:\n{satisfied}\nUnmet:\n{unmet}\nDraft:\n{draft}\n\n\
 Return only the revised answer.";
@@ -56,7 +56,7 @@ Return only the revised answer.";
 /// `[herl]`: HeRL's own knobs. Defaults are the paper's instruction-following settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct HerlConfig {
+pub(crate) struct HerlConfig {
     /// Weight of the hindsight bonus `alpha * (best rewrite - candidate)` (0 = no bonus).
     pub alpha: f64,
     /// At most this many candidates (responses tied at the group's best) per group.
@@ -71,7 +71,7 @@ pub struct HerlConfig {
 }
 
 /// The registry's row.
-pub const SPEC: MethodSpec = MethodSpec {
+pub(crate) const SPEC: MethodSpec = MethodSpec {
     name: "herl",
     default_estimator: quester_algos::Estimator::Grpo,
     table: Some(TableSpec::of::<HerlConfig>()),
@@ -97,7 +97,7 @@ impl Default for HerlConfig {
 }
 
 /// Checks `[herl]` against the rest of the config; the error names the key.
-pub fn validate(cfg: &TrainConfig) -> Result<(), TrainError> {
+pub(crate) fn validate(cfg: &TrainConfig) -> Result<(), TrainError> {
     let bad = |key: &str, why: &str| Err(TrainError::Config(format!("{key}: {why}")));
     super::validate_single_episode_grpo(cfg, "herl")?;
     let h = &cfg.methods.get::<HerlConfig>()?;
@@ -127,14 +127,14 @@ pub fn validate(cfg: &TrainConfig) -> Result<(), TrainError> {
 
 /// One rubric item as the env reports it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RubricItem {
+pub(crate) struct RubricItem {
     pub description: String,
     pub met: bool,
 }
 
 /// A response as the env judges it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Judged {
+pub(crate) struct Judged {
     pub reward: f64,
     pub valid: bool,
     pub won: bool,
@@ -144,7 +144,7 @@ pub struct Judged {
 }
 
 /// Replays `response` on a fresh copy of task `seed` and reads the rubric from the step's info.
-pub fn judge(env: &mut dyn Env, seed: u64, response: &str) -> Result<Judged, TrainError> {
+pub(crate) fn judge(env: &mut dyn Env, seed: u64, response: &str) -> Result<Judged, TrainError> {
     let observation = env.reset(seed)?;
     let step = env.step(response);
     let items = step
@@ -199,7 +199,7 @@ fn numbered(rubric: &[RubricItem], want: bool) -> String {
 }
 
 /// The hindsight prompt of one candidate: exactly its unmet constraints under "Unmet".
-pub fn hindsight_prompt(template: &str, judged: &Judged, draft: &str) -> String {
+pub(crate) fn hindsight_prompt(template: &str, judged: &Judged, draft: &str) -> String {
     render(
         template,
         &[
@@ -213,7 +213,7 @@ pub fn hindsight_prompt(template: &str, judged: &Judged, draft: &str) -> String 
 
 /// The candidates of a group with rewards `scores`: the members tied at the best score, in
 /// order, at most `cap`; none when the best is already 1 (a solved group needs no hindsight).
-pub fn candidates(scores: &[f64], cap: usize) -> Vec<usize> {
+pub(crate) fn candidates(scores: &[f64], cap: usize) -> Vec<usize> {
     let best = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     if !best.is_finite() || best >= 1.0 - 1e-12 {
         return Vec::new();
@@ -226,7 +226,7 @@ pub fn candidates(scores: &[f64], cap: usize) -> Vec<usize> {
 
 /// The rewrite that replaces a group slot: the first best-scoring rewrite when it scores at
 /// least the group's original best, else None (a copy of the best original takes the slot).
-pub fn chosen_rewrite(original_best: f64, rewrites: &[f64]) -> Option<usize> {
+pub(crate) fn chosen_rewrite(original_best: f64, rewrites: &[f64]) -> Option<usize> {
     let (mut best_i, mut best) = (None, f64::NEG_INFINITY);
     for (i, &r) in rewrites.iter().enumerate() {
         if r > best {
@@ -237,7 +237,7 @@ pub fn chosen_rewrite(original_best: f64, rewrites: &[f64]) -> Option<usize> {
 }
 
 /// The hindsight bonus of a candidate scored `candidate` whose rewrite scored `rewrite`.
-pub fn bonus(candidate: f64, rewrite: f64, alpha: f64) -> f64 {
+pub(crate) fn bonus(candidate: f64, rewrite: f64, alpha: f64) -> f64 {
     quester_algos::hindsight_bonus(candidate, rewrite, alpha) - candidate
 }
 

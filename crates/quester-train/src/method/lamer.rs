@@ -7,7 +7,7 @@ use super::{Common, TrainingMethod};
 use crate::rollout::RolloutSpec;
 
 /// The registry's row.
-pub const SPEC: MethodSpec = MethodSpec {
+pub(crate) const SPEC: MethodSpec = MethodSpec {
     name: "lamer",
     default_estimator: quester_algos::Estimator::Gigpo,
     table: None,
@@ -17,7 +17,7 @@ pub const SPEC: MethodSpec = MethodSpec {
 };
 
 /// See the module doc.
-pub struct Lamer {
+pub(crate) struct Lamer {
     common: Common,
 }
 

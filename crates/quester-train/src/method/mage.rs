@@ -18,7 +18,7 @@ use crate::rollout::RolloutSpec;
 use crate::sample::Sample;
 
 /// The registry's row.
-pub const SPEC: MethodSpec = MethodSpec {
+pub(crate) const SPEC: MethodSpec = MethodSpec {
     name: "mage",
     default_estimator: quester_algos::Estimator::Gigpo,
     table: Some(TableSpec::of::<MageConfig>()),
@@ -42,7 +42,7 @@ fn fill_defaults(table: &mut toml::Table) {
 /// `[mage]`: MAGE's own knobs. Defaults are the Kuhn Poker script's.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct MageConfig {
+pub(crate) struct MageConfig {
     /// Coefficient of the length penalty (0 = off).
     pub length_penalty_coef: f64,
     /// Show the env's privileged information to training reflections.
@@ -63,12 +63,12 @@ impl Default for MageConfig {
 }
 
 /// MAGE's length penalty as a positive amount subtracted from the episode score.
-pub fn length_penalty(len: usize, max_len: usize, coef: f64) -> f64 {
+pub(crate) fn length_penalty(len: usize, max_len: usize, coef: f64) -> f64 {
     (-quester_algos::length_penalty(len, max_len, coef)).min(coef)
 }
 
 /// Checks `[mage]` against the rest of the config.
-pub fn validate(cfg: &TrainConfig) -> Result<(), TrainError> {
+pub(crate) fn validate(cfg: &TrainConfig) -> Result<(), TrainError> {
     if cfg.opponents.pool.is_empty() {
         return Err(TrainError::Config(format!(
             "opponents.pool: method \"mage\" trains against a pool of opponents; give at least \
@@ -94,7 +94,7 @@ pub fn validate(cfg: &TrainConfig) -> Result<(), TrainError> {
 }
 
 /// See the module doc.
-pub struct Mage {
+pub(crate) struct Mage {
     common: Common,
     mage: MageConfig,
 }

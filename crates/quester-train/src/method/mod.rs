@@ -37,7 +37,7 @@ pub use registry::{build, MethodSpec};
 
 /// Every method `algorithm.method` may name: one row each, in the order their tables are
 /// written to config.resolved.toml.
-pub const METHODS: &[MethodSpec] = &[
+pub(crate) const METHODS: &[MethodSpec] = &[
     lamer::SPEC,
     baseline::GIGPO,
     baseline::GRPO,
@@ -141,7 +141,10 @@ pub struct PassContext<'p, 'e> {
 
 /// The checks every single-episode GRPO method (HeRL, SGE, EMPO2) makes: one attempt, and no
 /// other estimator; the error names the key and the method.
-pub fn validate_single_episode_grpo(cfg: &TrainConfig, method: &str) -> Result<(), TrainError> {
+pub(crate) fn validate_single_episode_grpo(
+    cfg: &TrainConfig,
+    method: &str,
+) -> Result<(), TrainError> {
     let a = &cfg.algorithm;
     if a.num_attempts != 1 {
         return Err(TrainError::Config(format!(
@@ -169,7 +172,7 @@ impl Common {
     /// `tasks_per_step` new tasks (consecutive training seeds, far below the evaluation
     /// seeds) x `group_size` trials, each with its own sampling stream; with an `[opponents]`
     /// pool, one opponent per task group and a drawn seat per trial.
-    pub fn train_requests(&self, step: usize) -> Vec<TrialRequest> {
+    pub(crate) fn train_requests(&self, step: usize) -> Vec<TrialRequest> {
         let r = &self.cfg.rollout;
         let seed = self.cfg.training.seed;
         let mut out = Vec::with_capacity(r.tasks_per_step * r.group_size);
@@ -196,7 +199,7 @@ impl Common {
     /// is trial 0 with the sampling streams evaluation always had (so `samples_per_task = 1` is
     /// the old evaluation exactly); sample j >= 1 is trial j with streams of its own (j added
     /// to the derive path).
-    pub fn eval_requests(&self) -> Vec<TrialRequest> {
+    pub(crate) fn eval_requests(&self) -> Vec<TrialRequest> {
         let c = &self.cfg;
         let opponent = c
             .eval
@@ -228,7 +231,7 @@ impl Common {
     }
 
     /// Sampling of training (`eval = false`) or evaluation.
-    pub fn sampling(&self, eval: bool, stop: &[String]) -> SamplingParams {
+    pub(crate) fn sampling(&self, eval: bool, stop: &[String]) -> SamplingParams {
         let c = &self.cfg;
         let (temperature, top_p, top_k) = if eval {
             (c.eval.temperature, c.eval.top_p, c.eval.top_k)
@@ -246,7 +249,7 @@ impl Common {
     }
 
     /// A rollout spec with the config's memory and prompt settings.
-    pub fn spec(
+    pub(crate) fn spec(
         &self,
         eval: bool,
         num_attempts: usize,
@@ -272,7 +275,7 @@ impl Common {
 
     /// Single episodes without memory: one attempt in training, `eval.num_attempts`
     /// independent ones in evaluation (so pass@k compares with LaMer's).
-    pub fn single_episode_spec(&self, eval: bool) -> RolloutSpec {
+    pub(crate) fn single_episode_spec(&self, eval: bool) -> RolloutSpec {
         let n = if eval { self.cfg.eval.num_attempts } else { 1 };
         self.spec(eval, n, false, ReflectionType::None)
     }

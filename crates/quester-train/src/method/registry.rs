@@ -38,7 +38,7 @@ pub struct TableSpec {
 
 impl TableSpec {
     /// The table of `T`.
-    pub const fn of<T: MethodTable>() -> Self {
+    pub(crate) const fn of<T: MethodTable>() -> Self {
         Self {
             name: T::TABLE,
             resolve: resolve_table::<T>,
@@ -51,15 +51,15 @@ fn resolve_table<T: MethodTable>(table: toml::Table) -> Result<toml::Table, Trai
 }
 
 /// A `fill_defaults` that fills nothing.
-pub fn no_defaults(_: &mut toml::Table) {}
+pub(crate) fn no_defaults(_: &mut toml::Table) {}
 
 /// A `validate` with no rules of the method's own.
-pub fn no_rules(_: &TrainConfig) -> Result<(), TrainError> {
+pub(crate) fn no_rules(_: &TrainConfig) -> Result<(), TrainError> {
     Ok(())
 }
 
 /// The method a config names.
-pub fn spec(name: &str) -> Result<&'static MethodSpec, TrainError> {
+pub(crate) fn spec(name: &str) -> Result<&'static MethodSpec, TrainError> {
     METHODS.iter().find(|m| m.name == name).ok_or_else(|| {
         let names: Vec<&str> = METHODS.iter().map(|m| m.name).collect();
         TrainError::Config(format!(
@@ -204,7 +204,7 @@ impl TrainConfig {
 ///
 /// An unknown method is an error naming the registered ones; anything else malformed is left
 /// alone for deserialisation to report.
-pub fn fill_derived_defaults(table: &mut toml::Table) -> Result<(), TrainError> {
+pub(crate) fn fill_derived_defaults(table: &mut toml::Table) -> Result<(), TrainError> {
     let name = match table.get("algorithm").and_then(|a| a.get("method")) {
         None => Some(lamer::SPEC.name.to_string()),
         Some(toml::Value::String(s)) => Some(s.clone()),

@@ -43,11 +43,11 @@ pub enum Polarity {
 }
 
 /// The built-in prompt of a negative reflection; `{strategies}` is a numbered list.
-pub const NEGATIVE_TEMPLATE: &str = "Strategies tried before on this task that FAILED:\n\
+pub(crate) const NEGATIVE_TEMPLATE: &str = "Strategies tried before on this task that FAILED:\n\
 {strategies}\nSay briefly in your strategy why they failed, and choose a different one.";
 
 /// The built-in prompt of a positive reflection.
-pub const POSITIVE_TEMPLATE: &str = "Strategies that SUCCEEDED before on this task:\n\
+pub(crate) const POSITIVE_TEMPLATE: &str = "Strategies that SUCCEEDED before on this task:\n\
 {strategies}\nBuild your strategy on what worked.";
 
 /// `[sge]`: SGE's own knobs. The paper gives none of the values; these are our choices
@@ -90,7 +90,7 @@ pub struct SgeConfig {
 }
 
 /// The registry's row.
-pub const SPEC: MethodSpec = MethodSpec {
+pub(crate) const SPEC: MethodSpec = MethodSpec {
     name: "sge",
     default_estimator: quester_algos::Estimator::Grpo,
     table: Some(TableSpec::of::<SgeConfig>()),
@@ -124,7 +124,7 @@ impl Default for SgeConfig {
 }
 
 /// Checks `[sge]` against the rest of the config; the error names the key.
-pub fn validate(cfg: &TrainConfig) -> Result<(), TrainError> {
+pub(crate) fn validate(cfg: &TrainConfig) -> Result<(), TrainError> {
     let bad = |key: &str, why: &str| Err(TrainError::Config(format!("{key}: {why}")));
     super::validate_single_episode_grpo(cfg, "sge")?;
     let s = &cfg.methods.get::<SgeConfig>()?;
@@ -206,7 +206,7 @@ pub struct TaskBank {
 impl TaskBank {
     /// Adds a strategy; an identical one already there moves to the end (its latest outcome
     /// wins); the oldest entries past `cap` are evicted.
-    pub fn push(&mut self, entry: BankEntry, won: bool, cap: usize) {
+    pub(crate) fn push(&mut self, entry: BankEntry, won: bool, cap: usize) {
         self.failed.retain(|e| e.strategy != entry.strategy);
         self.succeeded.retain(|e| e.strategy != entry.strategy);
         let list = if won {
@@ -231,11 +231,16 @@ impl TaskBank {
 
 /// The banks of every training task, keyed by task seed (with `env.train_pool` a task
 /// recurs with the same seed).
-pub type StrategyBank = BTreeMap<u64, TaskBank>;
+pub(crate) type StrategyBank = BTreeMap<u64, TaskBank>;
 
 /// The guidance text of a reflected rollout: the `shown` most recent strategies of the
 /// polarity, numbered, in `template`; None when the bank has none.
-pub fn guidance(bank: &TaskBank, negative: bool, shown: usize, template: &str) -> Option<String> {
+pub(crate) fn guidance(
+    bank: &TaskBank,
+    negative: bool,
+    shown: usize,
+    template: &str,
+) -> Option<String> {
     let list = bank.list(negative);
     if list.is_empty() {
         return None;
@@ -250,13 +255,13 @@ pub fn guidance(bank: &TaskBank, negative: bool, shown: usize, template: &str) -
 }
 
 /// How many of a group's `group_size` trials are reflected at `share`.
-pub fn reflected_count(group_size: usize, share: f64) -> usize {
+pub(crate) fn reflected_count(group_size: usize, share: f64) -> usize {
     ((group_size as f64 * share).round() as usize).min(group_size)
 }
 
 /// The strategy of a response: the trimmed text of its last `<tag>...</tag>`, cut to `max`
 /// characters; None when missing or empty.
-pub fn strategy_of(response: &str, tag: &str, max: usize) -> Option<String> {
+pub(crate) fn strategy_of(response: &str, tag: &str, max: usize) -> Option<String> {
     let s = quester_envs::action::extract_tag(response, tag)?.trim();
     (!s.is_empty()).then(|| s.chars().take(max).collect())
 }

@@ -33,7 +33,7 @@ impl ChatMessage {
             content: content.into(),
         }
     }
-    pub fn assistant(content: impl Into<String>) -> Self {
+    pub(crate) fn assistant(content: impl Into<String>) -> Self {
         Self {
             role: "assistant".into(),
             content: content.into(),

@@ -22,7 +22,7 @@ use crate::config::{TrainConfig, TrainMode};
 use crate::error::TrainError;
 
 /// The model wrapped for quester-model's training step.
-pub struct PolicyModel(pub Model);
+pub(crate) struct PolicyModel(pub Model);
 
 impl TrainableModel for PolicyModel {
     fn token_logprobs(
@@ -49,7 +49,7 @@ impl TrainableModel for PolicyModel {
 }
 
 /// See the module doc.
-pub struct NativePolicy {
+pub(crate) struct NativePolicy {
     step: TrainStep<PolicyModel>,
     tokenizer: Tokenizer,
     template: ChatTemplate,
@@ -161,7 +161,7 @@ fn micro_batches(seqs: &[&TrainSequence], limits: MicroBatchLimits) -> Vec<Range
 /// (freshly initialised from `model.lora.seed`, which is `training.seed` unless given) when
 /// `model.train = "lora"`: the model `build` trains and a checkpoint's weights fit (`quester
 /// export` loads runs with it).
-pub fn load_model(cfg: &TrainConfig) -> Result<quester_model::LoadedModel, TrainError> {
+pub(crate) fn load_model(cfg: &TrainConfig) -> Result<quester_model::LoadedModel, TrainError> {
     let device = quester_model::parse_device(&cfg.model.device)
         .map_err(|e| TrainError::Config(format!("model.device: {e}")))?;
     let mut loaded = if cfg.model.path.is_empty() {

@@ -77,7 +77,7 @@ impl TabularPolicy {
 
     /// Uses Adam (beta1 0.9, beta2 0.999, eps 1e-8; per-logit normalised steps, as a real
     /// model's optimiser) instead of plain SGD.
-    pub fn with_adam(mut self) -> Self {
+    pub(crate) fn with_adam(mut self) -> Self {
         self.adam = true;
         self
     }

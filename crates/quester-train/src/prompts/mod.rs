@@ -63,7 +63,7 @@ impl PromptTemplates {
     /// Built-in templates with optional overrides (empty = built-in): a file path, or the name
     /// of a built-in template (`default_play`, `sge_play`, an env's such as
     /// `sokoban_terse_play`) when no such file exists.
-    pub fn load(env: &str, play_path: &str, reflect_path: &str) -> Result<Self, TrainError> {
+    pub(crate) fn load(env: &str, play_path: &str, reflect_path: &str) -> Result<Self, TrainError> {
         let mut t = Self::builtin(env);
         let read = |p: &str| match (Path::new(p).exists(), embedded(p)) {
             (false, Some(text)) => Ok(text.to_string()),
@@ -90,7 +90,7 @@ impl PromptTemplates {
 
 /// Replaces `{key}` by its value for every known key, in one left-to-right pass: text inserted
 /// from a value is never scanned again (observations may contain braces).
-pub fn render(template: &str, vars: &[(&str, &str)]) -> String {
+pub(crate) fn render(template: &str, vars: &[(&str, &str)]) -> String {
     let mut out = String::with_capacity(template.len() + 256);
     let mut rest = template;
     while let Some(open) = rest.find('{') {

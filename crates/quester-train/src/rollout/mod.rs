@@ -85,7 +85,7 @@ impl TrialRequest {
 
 /// Builds a fresh environment; the table holds settings merged over the factory's own (empty:
 /// none).
-pub type EnvFactory<'a> = dyn Fn(&toml::Table) -> Result<Box<dyn Env>, EnvError> + 'a;
+pub(crate) type EnvFactory<'a> = dyn Fn(&toml::Table) -> Result<Box<dyn Env>, EnvError> + 'a;
 
 /// A play prompt about to be sampled, as a [`TurnHook`] sees it.
 #[derive(Debug, Clone, Copy)]

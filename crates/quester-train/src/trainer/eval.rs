@@ -72,7 +72,7 @@ fn mean(xs: impl Iterator<Item = f64>) -> f64 {
 
 /// Per task (trials grouped by `task_seed`, in seed order): (n trials, c of them won in any
 /// attempt).
-pub fn per_task_wins(trials: &[Trial]) -> Vec<(usize, usize)> {
+pub(crate) fn per_task_wins(trials: &[Trial]) -> Vec<(usize, usize)> {
     let mut by_task: BTreeMap<u64, (usize, usize)> = BTreeMap::new();
     for t in trials {
         let e = by_task.entry(t.task_seed).or_default();
@@ -128,7 +128,7 @@ pub fn per_task_outcomes(trials: &[Trial], num_attempts: usize) -> Vec<TaskOutco
 }
 
 /// The figures of a set of evaluation trials; `pass_ks` are the ks of the pass@k curve.
-pub fn summarize(trials: Vec<Trial>, num_attempts: usize, pass_ks: &[usize]) -> EvalResult {
+pub(crate) fn summarize(trials: Vec<Trial>, num_attempts: usize, pass_ks: &[usize]) -> EvalResult {
     let per_task = per_task_wins(&trials);
     let samples_per_task = per_task.iter().map(|&(n, _)| n).max().unwrap_or(0);
     let pass_k = pass_ks

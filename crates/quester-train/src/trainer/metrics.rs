@@ -16,7 +16,7 @@ fn mean(xs: impl Iterator<Item = f64>) -> f64 {
 }
 
 /// The metrics of one training step (timings are added by the caller).
-pub fn train_row(
+pub(crate) fn train_row(
     step: usize,
     trials: &[Trial],
     samples: &[Sample],
@@ -84,7 +84,7 @@ pub fn train_row(
 
 /// Per opponent (when trials have one): the mean reward of the first and of the final attempt
 /// played, and the number of trials.
-pub fn add_per_opponent(row: &mut Map<String, Value>, trials: &[Trial]) {
+pub(crate) fn add_per_opponent(row: &mut Map<String, Value>, trials: &[Trial]) {
     let mut names: Vec<&str> = trials
         .iter()
         .map(|t| t.opponent.as_str())
@@ -109,7 +109,7 @@ pub fn add_per_opponent(row: &mut Map<String, Value>, trials: &[Trial]) {
 }
 
 /// Adds evaluation results to a row.
-pub fn add_eval(row: &mut Map<String, Value>, ev: &EvalResult) {
+pub(crate) fn add_eval(row: &mut Map<String, Value>, ev: &EvalResult) {
     for (k, p) in ev.pass_at.iter().enumerate() {
         row.insert(format!("eval_pass@{}", k + 1), json!(p));
     }
@@ -142,18 +142,18 @@ pub const PASS_K_PREFIX: &str = "eval_pass_k@";
 pub const SAMPLES_PER_TASK_KEY: &str = "eval_samples_per_task";
 
 /// The metrics key of the curve's value at `k`.
-pub fn pass_k_key(k: usize) -> String {
+pub(crate) fn pass_k_key(k: usize) -> String {
     format!("{PASS_K_PREFIX}{k}")
 }
 
 /// The samples of a trial that enter the update.
-pub fn trained_samples(trial: &Trial) -> usize {
+pub(crate) fn trained_samples(trial: &Trial) -> usize {
     trial.samples.iter().filter(|s| s.role.is_trained()).count()
 }
 
 /// One trial as a trajectories.jsonl row: attempts, and every response with its reward and
 /// (in training) advantage.
-pub fn trajectory_row(
+pub(crate) fn trajectory_row(
     step: usize,
     phase: &str,
     trial: &Trial,

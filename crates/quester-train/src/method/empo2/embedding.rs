@@ -17,7 +17,7 @@ const EMBED_CACHE_CAP: usize = 50_000;
 /// sums): a cached vector is bitwise the one a fresh call gives, so a resumed run with an empty
 /// cache embeds exactly as the uninterrupted one did, and runs may share a cache. On a CPU,
 /// batching buys nothing here (measured: 11.4 vs 11.7 prompts/s).
-pub struct CachedEmbedder {
+pub(crate) struct CachedEmbedder {
     inner: Arc<dyn Embedder>,
     cache: Mutex<HashMap<String, Vec<f32>>>,
 }
@@ -31,8 +31,9 @@ impl CachedEmbedder {
         }
     }
 
-    /// How many texts the cache holds.
-    pub fn cached(&self) -> usize {
+    /// How many texts the cache holds (the tests' view of it).
+    #[cfg(test)]
+    fn cached(&self) -> usize {
         self.cache.lock().map(|c| c.len()).unwrap_or(0)
     }
 }
@@ -68,7 +69,7 @@ impl Embedder for CachedEmbedder {
 /// The encoder of `model` ("" = all-MiniLM-L6-v2 from its wheel, else a folder) with its cache,
 /// loaded on first use and shared by every EMPO2 run of the process afterwards: an experiment's
 /// seeds, or a test's, load the model once and embed each state once between them.
-pub fn shared(model: &str) -> Result<Arc<CachedEmbedder>, TrainError> {
+pub(crate) fn shared(model: &str) -> Result<Arc<CachedEmbedder>, TrainError> {
     static ENCODERS: OnceLock<Mutex<HashMap<String, Arc<CachedEmbedder>>>> = OnceLock::new();
     let mut encoders = ENCODERS
         .get_or_init(Default::default)

@@ -42,7 +42,7 @@ pub struct TaskMemory {
 impl TaskMemory {
     /// Adds an entry unless one with the same content is there; evicts the oldest past
     /// `cap`. Returns whether it was added.
-    pub fn add(&mut self, entry: MemoryEntry, cap: usize) -> bool {
+    pub(crate) fn add(&mut self, entry: MemoryEntry, cap: usize) -> bool {
         if self.entries.iter().any(|e| e.content == entry.content) {
             return false;
         }
@@ -55,7 +55,7 @@ impl TaskMemory {
 
     /// The entries with cosine similarity above `threshold` to `query`, highest score first
     /// (equal scores: the newer first), at most `k`.
-    pub fn retrieve(&self, query: &[f32], threshold: f64, k: usize) -> Vec<&MemoryEntry> {
+    pub(crate) fn retrieve(&self, query: &[f32], threshold: f64, k: usize) -> Vec<&MemoryEntry> {
         self.ranked(|e| f64::from(cosine(&e.key, query)) > threshold)
             .into_iter()
             .take(k)
@@ -80,7 +80,7 @@ pub type TipMemory = BTreeMap<u64, TaskMemory>;
 
 /// Cosine similarity; 0 when either vector is zero or the lengths differ (keys of another
 /// embedding model never match).
-pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+pub(crate) fn cosine(a: &[f32], b: &[f32]) -> f32 {
     if a.len() != b.len() {
         return 0.0;
     }

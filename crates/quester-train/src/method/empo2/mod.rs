@@ -52,12 +52,13 @@ pub enum BehaviourReading {
 }
 
 /// The user message that asks for a tip (our wording of the reference's request).
-pub const TIP_REQUEST: &str = "Summarise the trajectory above in ONE sentence on one line, \
+pub(crate) const TIP_REQUEST: &str = "Summarise the trajectory above in ONE sentence on one line, \
 under 100 words: what it did, what it found out, and how far it still is from completing the \
 task.";
 
 /// The header of the tip block (the reference's wording).
-pub const TIP_HEADER: &str = "Here are some memories you collected in your previous exploration:";
+pub(crate) const TIP_HEADER: &str =
+    "Here are some memories you collected in your previous exploration:";
 
 /// `[empo2]`: EMPO2's own knobs; the defaults are the reference config's where it has one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -93,7 +94,7 @@ pub struct Empo2Config {
 }
 
 /// The registry's row.
-pub const SPEC: MethodSpec = MethodSpec {
+pub(crate) const SPEC: MethodSpec = MethodSpec {
     name: "empo2",
     default_estimator: quester_algos::Estimator::Grpo,
     table: Some(TableSpec::of::<Empo2Config>()),
@@ -127,7 +128,7 @@ impl Default for Empo2Config {
 }
 
 /// Checks `[empo2]` against the rest of the config; the error names the key.
-pub fn validate(cfg: &TrainConfig) -> Result<(), TrainError> {
+pub(crate) fn validate(cfg: &TrainConfig) -> Result<(), TrainError> {
     let bad = |key: &str, why: &str| Err(TrainError::Config(format!("{key}: {why}")));
     super::validate_single_episode_grpo(cfg, "empo2")?;
     let e = &cfg.methods.get::<Empo2Config>()?;

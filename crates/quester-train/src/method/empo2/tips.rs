@@ -22,7 +22,7 @@ pub enum Mode {
 
 impl Mode {
     /// The metric / log name.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Mode::OffPolicy => "off_policy",
             Mode::OnPolicyTips => "on_policy_tips",
@@ -31,21 +31,26 @@ impl Mode {
     }
 
     /// Whether prompts of this mode are shown retrieved tips.
-    pub fn uses_tips(self) -> bool {
+    pub(crate) fn uses_tips(self) -> bool {
         self != Mode::Plain
     }
 }
 
 /// The mode of training step `step`: u ~ U(0, 1) from the run's seed and the step, then
 /// `u < off_policy_below` off-policy, `u < with_tips_below` on-policy with tips, else plain.
-pub fn draw_mode(seed: u64, step: usize, off_policy_below: f64, with_tips_below: f64) -> Mode {
+pub(crate) fn draw_mode(
+    seed: u64,
+    step: usize,
+    off_policy_below: f64,
+    with_tips_below: f64,
+) -> Mode {
     let mut rng = ChaCha8Rng::seed_from_u64(derive(seed, &[purpose::EMPO2_MODE, step as u64]));
     let u: f64 = rng.random();
     mode_of(u, off_policy_below, with_tips_below)
 }
 
 /// The mode a draw `u` in [0, 1) falls in.
-pub fn mode_of(u: f64, off_policy_below: f64, with_tips_below: f64) -> Mode {
+pub(crate) fn mode_of(u: f64, off_policy_below: f64, with_tips_below: f64) -> Mode {
     if u < off_policy_below {
         Mode::OffPolicy
     } else if u < with_tips_below {
@@ -57,7 +62,7 @@ pub fn mode_of(u: f64, off_policy_below: f64, with_tips_below: f64) -> Mode {
 
 /// The block appended to a prompt that retrieved `contents` (empty when none were): the
 /// reference's `<tip>` span, opened and closed by blank lines.
-pub fn tip_block(header: &str, contents: &[&str]) -> String {
+pub(crate) fn tip_block(header: &str, contents: &[&str]) -> String {
     if contents.is_empty() {
         return String::new();
     }
@@ -66,7 +71,7 @@ pub fn tip_block(header: &str, contents: &[&str]) -> String {
 
 /// The prompt without the block a hook appended to it; None when `prompt` does not end with
 /// `block` (the sample was not shown it).
-pub fn without_block<'a>(prompt: &'a str, block: &str) -> Option<&'a str> {
+pub(crate) fn without_block<'a>(prompt: &'a str, block: &str) -> Option<&'a str> {
     if block.is_empty() {
         return Some(prompt);
     }
@@ -75,20 +80,20 @@ pub fn without_block<'a>(prompt: &'a str, block: &str) -> Option<&'a str> {
 
 /// The text a state is embedded as: the chat rendered as `role: content` lines, system
 /// messages dropped. Our play turns are one user message (the history is inside it).
-pub fn key_text(prompt: &str) -> String {
+pub(crate) fn key_text(prompt: &str) -> String {
     format!("user: {prompt}")
 }
 
 /// The tip itself from a generated reply: its first non-empty line, trimmed and cut to
 /// `max_chars` characters; None when the reply is blank.
-pub fn tip_of(reply: &str, max_chars: usize) -> Option<String> {
+pub(crate) fn tip_of(reply: &str, max_chars: usize) -> Option<String> {
     let line = reply.lines().map(str::trim).find(|l| !l.is_empty())?;
     Some(line.chars().take(max_chars).collect())
 }
 
 /// What the memory stores for step i of an episode: the tip, the action taken at that step,
 /// and the episode's final score out of the most it could be.
-pub fn content(tip: &str, action: &str, score: f64, score_max: f64) -> String {
+pub(crate) fn content(tip: &str, action: &str, score: f64, score_max: f64) -> String {
     format!(
         "{tip}; at that timestep the action taken was {action}; eventually the score was {}/{}",
         number(score),
@@ -108,7 +113,7 @@ fn number(x: f64) -> String {
 }
 
 /// The intrinsic (novelty) reward of a prompt that retrieved `n` tips: 1 / (n + 1).
-pub fn novelty(n: usize) -> f64 {
+pub(crate) fn novelty(n: usize) -> f64 {
     1.0 / (n as f64 + 1.0)
 }
 
