@@ -6,7 +6,8 @@
 # (default configs/lamer_sokoban_cpu.toml; the README's main job trains
 # configs/lamer_bandit_cpu.toml) without evaluation, then the new/old ratios. OLD_SET / NEW_SET
 # add one `--set` override to a side, e.g. the same binary twice with
-# NEW_SET=model.precision=bf16 to time bf16 against f32.
+# NEW_SET=model.precision=bf16 to time bf16 against f32. A binary older than layered presets
+# (`extends`) reads a flat file: OLD_CONFIG=<a run's config.resolved.toml> for its side.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STEPS=${1:-2}
@@ -14,6 +15,7 @@ ROUNDS=${2:-2}
 : "${OLD:?set OLD to the old quester binary}"
 NEW=${NEW:-target/release/quester}
 CONFIG=${CONFIG:-configs/lamer_sokoban_cpu.toml}
+OLD_CONFIG=${OLD_CONFIG:-$CONFIG}
 out=$(mktemp -d)
 sum() { python3 -c "
 import json,sys
@@ -22,9 +24,10 @@ print(sum(r['time_rollout_s'] for r in rows), sum(r['time_training_s'] for r in 
 declare -A R T
 for i in $(seq 1 "$ROUNDS"); do
   for which in old new; do
-    bin=$OLD; extra=${OLD_SET:-}; [ $which = new ] && { bin=$NEW; extra=${NEW_SET:-}; }
+    bin=$OLD; cfg=$OLD_CONFIG; extra=${OLD_SET:-}
+    [ $which = new ] && { bin=$NEW; cfg=$CONFIG; extra=${NEW_SET:-}; }
     d=$out/$which-$i
-    "$bin" train --config "$CONFIG" --set training.steps="$STEPS" ${extra:+--set "$extra"} \
+    "$bin" train --config "$cfg" --set training.steps="$STEPS" ${extra:+--set "$extra"} \
       --set eval.at_start=false --set eval.at_end=false --set output.progress=false \
       --run-dir "$d" >/dev/null 2>&1 || { echo "$which binary failed" >&2; exit 1; }
     read -r r t l <<<"$(sum "$d")"
