@@ -196,6 +196,7 @@ impl CustomOp3 for WithEntropyBwd {
 mod tests {
     use super::*;
     use crate::gradcheck::check_gradients;
+    use crate::ops::test_util::seeded_randn;
     use crate::ops::{gather_log_softmax, softmax_entropy};
     use candle_core::{DType, Device, Var};
 
@@ -209,7 +210,8 @@ mod tests {
     #[test]
     fn equals_the_two_separate_ops() {
         let dev = Device::Cpu;
-        let x = Var::randn(0f32, 3.0, (40, 1300), &dev).unwrap();
+        // Seeded: the entropy's gradient tolerance is near its rounding at some draws.
+        let x = Var::from_tensor(&seeded_randn(1, 0.0, 3.0, (40, 1300))).unwrap();
         let t = Tensor::new((0..40u32).map(|i| i * 31).collect::<Vec<_>>(), &dev).unwrap();
         let both = gather_log_softmax_and_entropy(x.as_tensor(), &t).unwrap();
         let (lp, h) = (both.narrow(1, 0, 1).unwrap(), both.narrow(1, 1, 1).unwrap());
@@ -221,7 +223,7 @@ mod tests {
         let err = crate::ops::test_util::max_abs_diff(&h.flatten_all().unwrap(), &want_h);
         assert!(err < 3e-4, "entropy differs by {err}");
 
-        let w = Tensor::randn(0f32, 1.0, 40, &dev).unwrap();
+        let w = seeded_randn(2, 0.0, 1.0, 40);
         // The log-prob's gradient alone: the separate op's bits.
         let g = (lp.flatten_all().unwrap() * &w)
             .unwrap()

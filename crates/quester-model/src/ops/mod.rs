@@ -153,7 +153,25 @@ pub(crate) fn copied_rows_then<T: Float>(
 /// Checks shared by the kernels' unit tests.
 #[cfg(test)]
 pub(crate) mod test_util {
-    use candle_core::Tensor;
+    use candle_core::{Device, Shape, Tensor};
+    use rand::{Rng, SeedableRng};
+
+    /// A CPU tensor of `shape` drawn from normal(mean, std) by a seeded stream (Box-Muller), so
+    /// a test sees the same numbers in every run (candle's own `randn` draws from an unseeded
+    /// generator).
+    pub(crate) fn seeded_randn(seed: u64, mean: f32, std: f32, shape: impl Into<Shape>) -> Tensor {
+        let shape = shape.into();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let values: Vec<f32> = (0..shape.elem_count())
+            .map(|_| {
+                let (u1, u2): (f64, f64) =
+                    (rng.random::<f64>().max(f64::MIN_POSITIVE), rng.random());
+                let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+                mean + std * z as f32
+            })
+            .collect();
+        Tensor::from_vec(values, shape, &Device::Cpu).expect("as many values as the shape holds")
+    }
 
     /// Asserts y [rows, out] = x [rows, inp] . W^T (W [out, inp]) within a relative `tol`,
     /// against the product summed in f64.
