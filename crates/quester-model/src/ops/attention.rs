@@ -731,6 +731,7 @@ mod tests {
     use super::*;
     use crate::gradcheck::check_gradients;
     use crate::ops::softmax_last_dim;
+    use crate::ops::test_util::*;
     use candle_core::{DType, Device, Var};
 
     /// The unfused reference: scores, additive -1e9 bias, softmax, weighted sum.
@@ -766,8 +767,7 @@ mod tests {
     }
 
     fn rand(shape: (usize, usize, usize, usize), dt: DType) -> Tensor {
-        Tensor::randn(0f64, 1.0, shape, &Device::Cpu)
-            .unwrap()
+        seeded_randn_f64(next_seed(), 0.0, 1.0, shape)
             .to_dtype(dt)
             .unwrap()
     }

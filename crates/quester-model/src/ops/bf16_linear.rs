@@ -204,6 +204,7 @@ impl CustomOp2 for LinearBf16 {
 mod tests {
     use super::*;
     use crate::ops::bf16::round_to_bf16;
+    use crate::ops::test_util::*;
     use candle_core::{DType, Device, Var};
 
     /// The tensor with every element rounded to bf16, in f64.
@@ -238,11 +239,10 @@ mod tests {
     /// accumulation), i.e. the backward pass computes exactly what it says.
     #[test]
     fn values_and_gradients_are_the_products_of_the_rounded_operands() {
-        let dev = Device::Cpu;
         let (rows, inp, out) = (37, 70, 50);
-        let x = Var::randn(0f32, 1.0, (rows, inp), &dev).unwrap();
-        let w = Var::randn(0f32, 1.0, (out, inp), &dev).unwrap();
-        let proj = Tensor::randn(0f32, 1.0, (rows, out), &dev).unwrap();
+        let x = Var::from_tensor(&seeded_randn(1, 0.0, 1.0, (rows, inp))).unwrap();
+        let w = Var::from_tensor(&seeded_randn(2, 0.0, 1.0, (out, inp))).unwrap();
+        let proj = seeded_randn(3, 0.0, 1.0, (rows, out));
         let y = linear_bf16(x.as_tensor(), w.as_tensor()).unwrap();
         let grads = (&y * &proj).unwrap().sum_all().unwrap().backward().unwrap();
         let (xr, wr) = (rounded64(x.as_tensor()), rounded64(w.as_tensor()));

@@ -140,21 +140,21 @@ impl CustomOp1 for FrozenMatmul {
 mod tests {
     use super::*;
     use crate::gradcheck::check_gradients;
+    use crate::ops::test_util::*;
     use candle_core::{DType, Device, Var};
 
     #[test]
     fn equals_matmul_and_leaves_the_weight_without_gradient() {
-        let dev = Device::Cpu;
-        let w = Var::randn(0f32, 1.0, (70, 300), &dev).unwrap();
+        let w = Var::from_tensor(&seeded_randn(1, 0.0, 1.0, (70, 300))).unwrap();
         // 10 rows take the decoding (dot-product) path, 40 rows the gemm path.
         for rows in [5, 20] {
-            let x = Tensor::randn(0f32, 1.0, (2, rows, 300), &dev).unwrap();
+            let x = seeded_randn(2, 0.0, 1.0, (2, rows, 300));
             let ours = frozen_matmul(&x, w.as_tensor()).unwrap();
             let want = x.broadcast_matmul(&w.as_tensor().t().unwrap()).unwrap();
             let err = crate::ops::test_util::max_abs_diff(&ours, &want);
             assert!(err < 1e-3, "{rows}: {err}");
         }
-        let x = Tensor::randn(0f32, 1.0, (2, 5, 300), &dev).unwrap();
+        let x = seeded_randn(3, 0.0, 1.0, (2, 5, 300));
         let xv = Var::from_tensor(&x).unwrap();
         let grads = frozen_matmul(xv.as_tensor(), w.as_tensor())
             .unwrap()
@@ -171,10 +171,10 @@ mod tests {
     #[test]
     fn packed_beforehand_gives_the_same_bits() {
         let dev = Device::Cpu;
-        let w = Tensor::randn(0f32, 1.0, (130, 96), &dev).unwrap();
+        let w = seeded_randn(4, 0.0, 1.0, (130, 96));
         let packed = Arc::new(FrozenBf16::pack(&w).unwrap());
-        let x = Var::randn(0f32, 1.0, (300, 96), &dev).unwrap();
-        let proj = Tensor::randn(0f32, 1.0, (300, 130), &dev).unwrap();
+        let x = Var::from_tensor(&seeded_randn(5, 0.0, 1.0, (300, 96))).unwrap();
+        let proj = seeded_randn(6, 0.0, 1.0, (300, 130));
         let run = |y: Tensor| {
             let grads = (&y * &proj).unwrap().sum_all().unwrap().backward().unwrap();
             let dx = grads.get(x.as_tensor()).unwrap().clone();
@@ -190,10 +190,9 @@ mod tests {
 
     #[test]
     fn gradient_matches_finite_differences() {
-        let dev = Device::Cpu;
-        let w = Tensor::randn(0f64, 1.0, (4, 6), &dev).unwrap();
-        let x = Tensor::randn(0f64, 1.0, (3, 6), &dev).unwrap();
-        let proj = Tensor::randn(0f64, 1.0, (3, 4), &dev).unwrap();
+        let w = seeded_randn_f64(7, 0.0, 1.0, (4, 6));
+        let x = seeded_randn_f64(8, 0.0, 1.0, (3, 6));
+        let proj = seeded_randn_f64(9, 0.0, 1.0, (3, 4));
         check_gradients(
             &[x.to_dtype(DType::F64).unwrap()],
             |v| (frozen_matmul(&v[0], &w)? * &proj)?.sum_all(),

@@ -395,10 +395,11 @@ fn factor_grads<T: Float>(
 mod tests {
     use super::*;
     use crate::gradcheck::check_gradients;
-    use candle_core::{DType, Device};
+    use crate::ops::test_util::*;
+    use candle_core::DType;
 
     fn randn(shape: (usize, usize)) -> Tensor {
-        Tensor::randn(0f64, 1.0, shape, &Device::Cpu).unwrap()
+        seeded_randn_f64(next_seed(), 0.0, 1.0, shape)
     }
 
     fn unfused(x: &Tensor, w: &Tensor, bias: &Tensor, a: &Tensor, b: &Tensor, s: f64) -> Tensor {
@@ -417,7 +418,7 @@ mod tests {
         let (x, w, bias, a, b) = (
             randn((37, 70)),
             randn((50, 70)),
-            Tensor::randn(0f64, 1.0, 50, &Device::Cpu).unwrap(),
+            seeded_randn_f64(2, 0.0, 1.0, 50),
             randn((4, 70)),
             randn((50, 4)),
         );
@@ -474,10 +475,7 @@ mod tests {
 
     #[test]
     fn gradients_match_finite_differences() {
-        let (w, bias) = (
-            randn((5, 6)),
-            Tensor::randn(0f64, 1.0, 5, &Device::Cpu).unwrap(),
-        );
+        let (w, bias) = (randn((5, 6)), seeded_randn_f64(3, 0.0, 1.0, 5));
         let proj = randn((3, 5));
         check_gradients(
             &[randn((3, 6)), randn((2, 6)), randn((5, 2))],
@@ -499,7 +497,7 @@ mod tests {
         let (x, w, bias) = (
             f32(randn((70, 48))),
             f32(randn((40, 48))),
-            f32(Tensor::randn(0f64, 1.0, 40, &Device::Cpu).unwrap()),
+            f32(seeded_randn_f64(4, 0.0, 1.0, 40)),
         );
         let xv = Var::from_tensor(&x).unwrap();
         let proj = f32(randn((70, 40)));
@@ -537,10 +535,7 @@ mod tests {
     fn a_base_packed_once_changes_nothing() {
         use candle_core::Var;
         let f32 = |t: Tensor| t.to_dtype(DType::F32).unwrap();
-        let (w, bias) = (
-            f32(randn((40, 48))),
-            f32(Tensor::randn(0f64, 1.0, 40, &Device::Cpu).unwrap()),
-        );
+        let (w, bias) = (f32(randn((40, 48))), f32(seeded_randn_f64(5, 0.0, 1.0, 40)));
         let a = Var::from_tensor(&f32(randn((4, 48)))).unwrap();
         let b = Var::from_tensor(&f32(randn((40, 4)))).unwrap();
         let xv = Var::from_tensor(&f32(randn((37, 48)))).unwrap();

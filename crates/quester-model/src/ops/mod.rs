@@ -160,17 +160,42 @@ pub(crate) mod test_util {
     /// a test sees the same numbers in every run (candle's own `randn` draws from an unseeded
     /// generator).
     pub(crate) fn seeded_randn(seed: u64, mean: f32, std: f32, shape: impl Into<Shape>) -> Tensor {
+        seeded_randn_f64(seed, f64::from(mean), f64::from(std), shape)
+            .to_dtype(candle_core::DType::F32)
+            .expect("f64 to f32")
+    }
+
+    /// [`seeded_randn`] in f64.
+    pub(crate) fn seeded_randn_f64(
+        seed: u64,
+        mean: f64,
+        std: f64,
+        shape: impl Into<Shape>,
+    ) -> Tensor {
         let shape = shape.into();
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-        let values: Vec<f32> = (0..shape.elem_count())
+        let values: Vec<f64> = (0..shape.elem_count())
             .map(|_| {
-                let (u1, u2): (f64, f64) =
-                    (rng.random::<f64>().max(f64::MIN_POSITIVE), rng.random());
-                let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
-                mean + std * z as f32
+                let u1 = rng.random::<f64>().max(f64::MIN_POSITIVE);
+                let u2 = rng.random::<f64>();
+                mean + std * (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
             })
             .collect();
         Tensor::from_vec(values, shape, &Device::Cpu).expect("as many values as the shape holds")
+    }
+
+    thread_local! {
+        static NEXT_SEED: std::cell::Cell<u64> = const { std::cell::Cell::new(1000) };
+    }
+
+    /// A new seed at every call, counted per thread: a test's helpers draw distinct tensors,
+    /// the same ones in every run of that test.
+    pub(crate) fn next_seed() -> u64 {
+        NEXT_SEED.with(|c| {
+            let s = c.get();
+            c.set(s + 1);
+            s
+        })
     }
 
     /// Asserts y [rows, out] = x [rows, inp] . W^T (W [out, inp]) within a relative `tol`,

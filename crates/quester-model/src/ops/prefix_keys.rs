@@ -164,6 +164,7 @@ impl CustomOp1 for Scatter {
 mod tests {
     use super::*;
     use crate::gradcheck::check_gradients;
+    use crate::ops::test_util::*;
     use candle_core::{DType, Device};
 
     /// The candle-op form it replaces (the portable path's).
@@ -184,7 +185,7 @@ mod tests {
     #[test]
     fn gathers_the_prefix_then_each_rows_suffix() {
         // p 3, b 2, s 2, 2 heads of 4.
-        let k = Tensor::randn(0f32, 1.0, (1, 7, 2, 4), &Device::Cpu).unwrap();
+        let k = seeded_randn(1, 0.0, 1.0, (1, 7, 2, 4));
         let got = keys_with_prefix(&k, 3, 2).unwrap();
         assert_eq!(got.dims(), [2, 2, 5, 4]);
         let d = crate::ops::test_util::max_abs_diff(&got, &reference(&k, 3, 2));
@@ -195,8 +196,8 @@ mod tests {
     fn gradients_match_finite_differences() {
         // The prefix's gradient sums over the rows; p 0 (no prefix) and one row too.
         for (p, b, s) in [(3usize, 3usize, 2usize), (0, 2, 3), (4, 1, 2)] {
-            let k = Tensor::randn(0f64, 1.0, (1, p + b * s, 2, 3), &Device::Cpu).unwrap();
-            let proj = Tensor::randn(0f64, 1.0, (b, 2, p + s, 3), &Device::Cpu).unwrap();
+            let k = seeded_randn_f64(2, 0.0, 1.0, (1, p + b * s, 2, 3));
+            let proj = seeded_randn_f64(3, 0.0, 1.0, (b, 2, p + s, 3));
             check_gradients(
                 &[k],
                 |x| (keys_with_prefix(&x[0], p, b)? * &proj)?.sum_all(),
