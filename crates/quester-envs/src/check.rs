@@ -489,6 +489,7 @@ mod tests {
         answer: AnswerFormat::ActionLine,
         seats: None,
         held_out: None,
+        expert: None,
         prompts: &[],
     };
 

@@ -120,4 +120,12 @@ pub trait Env: Send {
     }
     /// Whether the current episode is over.
     fn is_done(&self) -> bool;
+    /// The expert's answer in the current state: the text an `<action>` tag would hold (the
+    /// whole answer for envs whose answer is the whole response). Draws, where the expert
+    /// randomises (ties, mixed strategies), come from `rng` only. `None`: the env has no expert
+    /// (its spec's `expert` is `None`).
+    fn expert_action(&mut self, rng: &mut dyn rand::RngCore) -> Option<Result<String, EnvError>> {
+        let _ = rng;
+        None
+    }
 }

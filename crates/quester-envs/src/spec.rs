@@ -22,6 +22,9 @@ pub struct EnvSpec {
     pub seats: Option<Seats>,
     /// `None`: disjoint seeds alone keep evaluation held out.
     pub held_out: Option<HeldOutRule>,
+    /// What the env's expert is (`Env::expert_action` answers for it), in a line for docs and
+    /// `quester demos`; `None`: the env has no expert and no demonstrations.
+    pub expert: Option<&'static str>,
     /// Built-in prompt templates, (name, text). Names start with the env's name, are unique over
     /// all envs, and `<name>_play` / `<name>_reflect`, where present, are the env's defaults.
     pub prompts: &'static [(&'static str, &'static str)],

@@ -9,6 +9,7 @@ pub static SPEC: EnvSpec = EnvSpec {
     answer: AnswerFormat::FreeTextInTag,
     seats: None,
     held_out: Some(held_out),
+    expert: None,
     prompts: &[("coding_play", include_str!("prompts/play.txt"))],
 };
 

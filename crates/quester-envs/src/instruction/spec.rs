@@ -9,6 +9,7 @@ pub static SPEC: EnvSpec = EnvSpec {
     answer: AnswerFormat::WholeResponse,
     seats: None,
     held_out: Some(held_out),
+    expert: None,
     prompts: &[("instruction_play", include_str!("prompts/play.txt"))],
 };
 

@@ -15,6 +15,7 @@ pub static SPEC: EnvSpec = EnvSpec {
         },
     }),
     held_out: None,
+    expert: None,
     prompts: &[
         ("kuhn_terse_play", include_str!("prompts/terse_play.txt")),
         (

@@ -9,6 +9,7 @@ pub static SPEC: EnvSpec = EnvSpec {
     answer: AnswerFormat::ActionLine,
     seats: None,
     held_out: None,
+    expert: None,
     prompts: &[
         ("sokoban_terse_play", include_str!("prompts/terse_play.txt")),
         (

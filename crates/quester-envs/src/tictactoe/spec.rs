@@ -12,6 +12,7 @@ pub static SPEC: EnvSpec = EnvSpec {
         value: SeatValue::AgentFirst,
     }),
     held_out: None,
+    expert: None,
     prompts: &[
         (
             "tictactoe_terse_play",

@@ -9,6 +9,7 @@ pub static SPEC: EnvSpec = EnvSpec {
     answer: AnswerFormat::ActionLine,
     seats: None,
     held_out: Some(held_out),
+    expert: None,
     prompts: &[],
 };
 
