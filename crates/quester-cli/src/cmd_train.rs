@@ -41,6 +41,12 @@ pub struct EvaluateArgs {
     /// Where to write eval.json and the evaluated trials.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// The env's expert plays instead of the policy (the row beside a trained policy's).
+    #[arg(long, conflicts_with = "checkpoint")]
+    pub expert: bool,
+    /// With --expert: probability of a random admissible action instead of the expert's.
+    #[arg(long, default_value_t = 0.0, requires = "expert")]
+    pub epsilon: f64,
 }
 
 /// Benchmarks `quester evaluate` runs.
@@ -93,7 +99,16 @@ pub fn evaluate(args: EvaluateArgs) -> anyhow::Result<()> {
         .as_deref()
         .map(quester_train::locate::resolve_checkpoint)
         .transpose()?;
-    let report = quester_train::evaluate(&cfg, checkpoint.as_deref(), args.out.as_deref())
+    let subject = if args.expert {
+        quester_train::EvalSubject::Expert {
+            epsilon: args.epsilon,
+        }
+    } else {
+        quester_train::EvalSubject::Policy {
+            checkpoint: checkpoint.as_deref(),
+        }
+    };
+    let report = quester_train::evaluate_subject(&cfg, subject, args.out.as_deref())
         .context("evaluation")?;
     println!("{}", serde_json::to_string_pretty(&report)?);
     // On stderr, so stdout stays one JSON document.

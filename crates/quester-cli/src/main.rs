@@ -9,6 +9,7 @@ mod cmd_memory;
 mod cmd_model;
 mod cmd_play;
 mod cmd_serve;
+mod cmd_sft;
 mod cmd_train;
 
 use clap::{Parser, Subcommand};
@@ -41,6 +42,10 @@ enum Command {
     Score(cmd_model::ScoreArgs),
     /// Train a policy (LaMer, GiGPO, GRPO, ...) from a preset; resumable.
     Train(cmd_train::TrainArgs),
+    /// Expert demonstrations of an env on training tasks, as chat JSONL with a preset's prompts.
+    Demos(cmd_sft::DemosArgs),
+    /// Supervised fine-tuning on chat JSONL (the warm start before RL); resumable.
+    Sft(cmd_sft::SftArgs),
     /// Evaluate a policy: pass@1..k over attempts on a config's held-out tasks, or a benchmark
     /// (`quester evaluate ifeval`).
     Evaluate(cmd_train::EvaluateArgs),
@@ -92,6 +97,8 @@ fn run(command: Command) -> anyhow::Result<()> {
         Command::Generate(args) => cmd_model::generate_cmd(args),
         Command::Score(args) => cmd_model::score_cmd(args),
         Command::Train(args) => cmd_train::train(args),
+        Command::Demos(args) => cmd_sft::demos(args),
+        Command::Sft(args) => cmd_sft::sft(args),
         Command::Memory(args) => cmd_memory::run(args),
         Command::Evaluate(args) => cmd_train::evaluate(args),
         Command::Report(args) => cmd_train::report(args),

@@ -123,18 +123,66 @@ pub fn evaluate(
     checkpoint: Option<&Path>,
     out_dir: Option<&Path>,
 ) -> Result<EvalReport, TrainError> {
+    evaluate_subject(cfg, EvalSubject::Policy { checkpoint }, out_dir)
+}
+
+/// Who plays an evaluation.
+#[derive(Debug, Clone, Copy)]
+pub enum EvalSubject<'a> {
+    /// The config's policy, with a checkpoint's weights when given.
+    Policy { checkpoint: Option<&'a Path> },
+    /// The env's expert, with probability `epsilon` of a random admissible action.
+    Expert { epsilon: f64 },
+}
+
+/// [`evaluate`] the policy or the env's expert (`quester evaluate --expert`).
+pub fn evaluate_subject(
+    cfg: &TrainConfig,
+    subject: EvalSubject<'_>,
+    out_dir: Option<&Path>,
+) -> Result<EvalReport, TrainError> {
     // Building the method validates the config, before the model is built.
     let templates = PromptTemplates::from_config(cfg)?;
     let method = crate::method::build(cfg, &templates)?;
     let factory = env_factory(cfg);
     factory(&cfg.eval.env_settings)?;
-    let mut policy = build_policy(cfg)?;
-    if let Some(dir) = checkpoint {
-        policy.load(dir)?;
-    }
     let t = std::time::Instant::now();
-    let ev = evaluate_with(policy.as_mut(), &*factory, method.as_ref(), cfg)?;
-    let report = EvalReport {
+    let ev = match subject {
+        EvalSubject::Policy { checkpoint } => {
+            let mut policy = build_policy(cfg)?;
+            if let Some(dir) = checkpoint {
+                policy.load(dir)?;
+            }
+            evaluate_with(policy.as_mut(), &*factory, method.as_ref(), cfg)?
+        }
+        EvalSubject::Expert { epsilon } => {
+            let play = crate::rollout::ExpertPlay {
+                epsilon,
+                first_attempt_only: false,
+            };
+            crate::trainer::eval::evaluate_expert_with(
+                &mut crate::demos::NoPolicy,
+                &*factory,
+                method.as_ref(),
+                cfg,
+                Some(play),
+            )?
+        }
+    };
+    let report = eval_report(cfg, &ev, t.elapsed().as_secs_f64());
+    if let Some(dir) = out_dir {
+        write_eval(dir, cfg, &report, &ev)?;
+    }
+    Ok(report)
+}
+
+/// The report of an evaluation that took `seconds`.
+pub(crate) fn eval_report(
+    cfg: &TrainConfig,
+    ev: &crate::trainer::EvalResult,
+    seconds: f64,
+) -> EvalReport {
+    EvalReport {
         env: cfg.env.name.clone(),
         method: cfg.algorithm.method.clone(),
         tasks: cfg.eval.tasks,
@@ -152,36 +200,44 @@ pub fn evaluate(
         draw_at: ev.draw_at.clone(),
         loss_at: ev.loss_at.clone(),
         invalid_rate: ev.invalid_rate,
-        seconds: t.elapsed().as_secs_f64(),
-    };
-    if let Some(dir) = out_dir {
-        std::fs::create_dir_all(dir).map_err(|e| TrainError::io(dir, e))?;
-        let p = dir.join("eval.json");
-        let text =
-            serde_json::to_string_pretty(&report).map_err(|e| TrainError::Policy(e.to_string()))?;
-        std::fs::write(&p, text).map_err(|e| TrainError::io(&p, e))?;
-        let p = dir.join(EVAL_TASKS_FILE);
-        let mut text = String::new();
-        for task in crate::trainer::per_task_outcomes(&ev.trials, cfg.eval.num_attempts) {
-            text.push_str(
-                &serde_json::to_string(&task).map_err(|e| TrainError::Policy(e.to_string()))?,
-            );
-            text.push('\n');
-        }
-        std::fs::write(&p, text).map_err(|e| TrainError::io(&p, e))?;
-        let rows: Vec<serde_json::Value> = ev
-            .trials
-            .iter()
-            .map(|t| metrics::trajectory_row(0, "eval", t, None))
-            .collect();
-        let run_dir = RunDir::new(dir);
-        // A second evaluation into the same folder replaces the trials, as it replaces
-        // eval.json, instead of adding them to the first one's.
-        let p = run_dir.trajectories();
-        if p.is_file() {
-            std::fs::remove_file(&p).map_err(|e| TrainError::io(&p, e))?;
-        }
-        run_dir.append_trajectories(&rows)?;
+        seconds,
     }
-    Ok(report)
+}
+
+/// Writes eval.json, the per-task outcomes ([`EVAL_TASKS_FILE`]) and every trial
+/// (trajectories.jsonl) into `dir`.
+pub(crate) fn write_eval(
+    dir: &Path,
+    cfg: &TrainConfig,
+    report: &EvalReport,
+    ev: &crate::trainer::EvalResult,
+) -> Result<(), TrainError> {
+    std::fs::create_dir_all(dir).map_err(|e| TrainError::io(dir, e))?;
+    let p = dir.join("eval.json");
+    let text =
+        serde_json::to_string_pretty(&report).map_err(|e| TrainError::Policy(e.to_string()))?;
+    std::fs::write(&p, text).map_err(|e| TrainError::io(&p, e))?;
+    let p = dir.join(EVAL_TASKS_FILE);
+    let mut text = String::new();
+    for task in crate::trainer::per_task_outcomes(&ev.trials, cfg.eval.num_attempts) {
+        text.push_str(
+            &serde_json::to_string(&task).map_err(|e| TrainError::Policy(e.to_string()))?,
+        );
+        text.push('\n');
+    }
+    std::fs::write(&p, text).map_err(|e| TrainError::io(&p, e))?;
+    let rows: Vec<serde_json::Value> = ev
+        .trials
+        .iter()
+        .map(|t| metrics::trajectory_row(0, "eval", t, None))
+        .collect();
+    let run_dir = RunDir::new(dir);
+    // A second evaluation into the same folder replaces the trials, as it replaces
+    // eval.json, instead of adding them to the first one's.
+    let p = run_dir.trajectories();
+    if p.is_file() {
+        std::fs::remove_file(&p).map_err(|e| TrainError::io(&p, e))?;
+    }
+    run_dir.append_trajectories(&rows)?;
+    Ok(())
 }

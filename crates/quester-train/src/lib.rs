@@ -11,6 +11,7 @@
 pub mod api;
 pub mod behaviour;
 pub mod config;
+pub mod demos;
 pub mod error;
 pub mod export;
 pub mod locate;
@@ -22,6 +23,7 @@ pub mod prompts;
 pub mod rng;
 pub mod rollout;
 pub mod sample;
+pub mod sft;
 
 pub use config::TrainConfig;
 pub use error::TrainError;
@@ -29,4 +31,4 @@ pub mod run_dir;
 pub(crate) mod scoring;
 pub mod trainer;
 
-pub use api::{evaluate, resume, train, EvalReport, PassK};
+pub use api::{evaluate, evaluate_subject, resume, train, EvalReport, EvalSubject, PassK};

@@ -41,6 +41,12 @@ pub enum SampleRole {
     Rewrite,
     /// A response whose slot a hindsight sample took: logged, not trained.
     Replaced,
+    /// The env's expert's answer (demonstrations, the expert's evaluation): never in an RL
+    /// update; a supervised target.
+    Expert,
+    /// The noisy expert's random admissible action: played, so demonstrations visit the states
+    /// it leads to, but never a target.
+    ExpertRandom,
 }
 
 impl SampleRole {

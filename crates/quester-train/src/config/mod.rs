@@ -16,6 +16,7 @@
 pub mod method_tables;
 pub mod migrate;
 mod sections;
+pub mod sft;
 
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize, Serializer};
@@ -23,6 +24,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use crate::error::TrainError;
 pub use method_tables::{MethodTable, MethodTables};
 pub use sections::*;
+pub use sft::{Overlong, SftSection};
 
 /// The whole training configuration. `Default` (what an empty file resolves to, every method's
 /// table included) and parsing are the method registry's (`crate::method::registry`).
@@ -39,6 +41,8 @@ pub struct TrainConfig {
     pub output: OutputSection,
     /// Opponents inside the env for any method (empty pool: the env's own opponent).
     pub opponents: OpponentsConfig,
+    /// Supervised fine-tuning (`quester sft`); unused by RL.
+    pub sft: SftSection,
     /// The methods' own tables (`[mage]`, `[sge]`, ...), each read only by its method; resolved
     /// by the registry, so not deserialised with the core sections.
     #[serde(skip)]
@@ -59,6 +63,7 @@ impl Serialize for TrainConfig {
         map.serialize_entry("eval", &self.eval)?;
         map.serialize_entry("output", &self.output)?;
         map.serialize_entry("opponents", &self.opponents)?;
+        map.serialize_entry("sft", &self.sft)?;
         for (name, table) in self.methods.iter() {
             map.serialize_entry(name, table)?;
         }
@@ -80,6 +85,7 @@ impl TrainConfig {
             eval: EvalSection::default(),
             output: OutputSection::default(),
             opponents: Default::default(),
+            sft: SftSection::default(),
             methods: MethodTables::default(),
         }
     }

@@ -33,6 +33,11 @@ pub struct ModelSection {
     pub kind: PolicyKind,
     /// GGUF file or Hugging Face directory; empty = the default SmolLM2-135M-Instruct GGUF.
     pub path: String,
+    /// A checkpoint to start from (a run directory, its `checkpoints/latest` pointer or a
+    /// checkpoint folder, e.g. a `quester sft` warm start): its trained weights (the LoRA
+    /// adapter, or every weight of a full fine-tune) replace the fresh ones; the optimiser
+    /// starts anew. Empty: none.
+    pub init: String,
     /// Where the native model runs: "cpu", "cuda" or "cuda:N" (a build with the `cuda` feature).
     pub device: String,
     /// How the projections and the output head multiply, in rollouts and training alike:
@@ -59,6 +64,7 @@ impl Default for ModelSection {
         Self {
             kind: PolicyKind::Native,
             path: String::new(),
+            init: String::new(),
             device: "cpu".into(),
             precision: quester_model::PrecisionChoice::F32,
             train: TrainMode::Lora,

@@ -270,6 +270,7 @@ impl Common {
             privileged_reflection: false,
             required_tag: None,
             templates: self.templates.clone(),
+            expert: None,
         }
     }
 

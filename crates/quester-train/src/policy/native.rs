@@ -50,11 +50,11 @@ impl TrainableModel for PolicyModel {
 
 /// See the module doc.
 pub(crate) struct NativePolicy {
-    step: TrainStep<PolicyModel>,
-    tokenizer: Tokenizer,
-    template: ChatTemplate,
-    pad_id: u32,
-    micro_batch: MicroBatchLimits,
+    pub(crate) step: TrainStep<PolicyModel>,
+    pub(crate) tokenizer: Tokenizer,
+    pub(crate) template: ChatTemplate,
+    pub(crate) pad_id: u32,
+    pub(crate) micro_batch: MicroBatchLimits,
     /// The frozen reference of the KL penalty (only when `algorithm.loss.kl_coef > 0`): the base
     /// model under LoRA (its weights never change), a copy of the initial weights otherwise.
     reference: Option<Model>,
@@ -187,40 +187,73 @@ pub(crate) fn load_model(cfg: &TrainConfig) -> Result<quester_model::LoadedModel
             .attach_lora(&cfg.model.lora)
             .map_err(|e| TrainError::Config(format!("model.lora: {e}")))?;
     }
+    if !cfg.model.init.is_empty() {
+        init_from(&loaded.model, Path::new(&cfg.model.init))?;
+    }
     Ok(loaded)
+}
+
+/// Copies the trained weights of the checkpoint `source` names (see `crate::locate`) into the
+/// model's trainable variables: the starting point `model.init` asks for. The checkpoint must
+/// train the same variables (LoRA of the same rank and targets, or a full fine-tune).
+fn init_from(model: &Model, source: &Path) -> Result<(), TrainError> {
+    let bad = |why: String| TrainError::Config(format!("model.init = {}: {why}", source.display()));
+    let (_, checkpoint) = crate::locate::locate(source).map_err(|e| bad(e.to_string()))?;
+    let ck = quester_model::checkpoint::load_checkpoint(&checkpoint.join("policy.safetensors"))
+        .map_err(|e| bad(e.to_string()))?;
+    ck.restore_weights(&model.trainable_vars()).map_err(|e| {
+        bad(format!(
+            "{e} (model.train and [model.lora] must be those the checkpoint was trained with)"
+        ))
+    })?;
+    tracing::info!(checkpoint = %checkpoint.display(), "model.init: weights loaded");
+    Ok(())
 }
 
 /// Builds the native model policy of a config.
 pub fn build(cfg: &TrainConfig) -> Result<Box<dyn super::TrainablePolicy>, TrainError> {
     let loaded = load_model(cfg)?;
-    let model = loaded.model;
-    let reference = match (cfg.algorithm.loss.kl_coef > 0.0, cfg.model.train) {
-        (false, _) => None,
-        (true, TrainMode::Lora) => Some(model.without_lora()),
-        (true, TrainMode::Full) => Some(model.deep_clone().map_err(err)?),
-    };
-    let tcfg = TrainStepConfig {
-        loss: LossKind::Coefficients,
-        max_grad_norm: cfg.training.grad_clip,
-        optimizer: cfg.training.optimizer.clone(),
-        schedule: cfg.training.lr_schedule.clone(),
-        ..TrainStepConfig::default()
-    };
-    let pad_id = loaded.tokenizer.eos_ids().first().copied().unwrap_or(0);
-    let step = TrainStep::new(PolicyModel(model), tcfg).map_err(err)?;
-    Ok(Box::new(NativePolicy {
-        step,
-        tokenizer: loaded.tokenizer,
-        template: loaded.chat_template,
-        pad_id,
-        micro_batch: if cfg.training.micro_batch_tokens > 0 {
-            MicroBatchLimits::tokens(cfg.training.micro_batch_tokens)
-        } else {
-            MicroBatchLimits::rows(cfg.training.micro_batch.max(1))
-        },
-        reference,
-        decode: Mutex::new(None),
-    }))
+    let schedule = cfg.training.lr_schedule.clone();
+    Ok(Box::new(NativePolicy::from_loaded(cfg, loaded, schedule)?))
+}
+
+impl NativePolicy {
+    /// The policy of `cfg` around a model already loaded by [`load_model`], with the learning
+    /// rate following `schedule` (supervised fine-tuning fills in its own step count).
+    pub(crate) fn from_loaded(
+        cfg: &TrainConfig,
+        loaded: quester_model::LoadedModel,
+        schedule: quester_model::optim::LrSchedule,
+    ) -> Result<Self, TrainError> {
+        let model = loaded.model;
+        let reference = match (cfg.algorithm.loss.kl_coef > 0.0, cfg.model.train) {
+            (false, _) => None,
+            (true, TrainMode::Lora) => Some(model.without_lora()),
+            (true, TrainMode::Full) => Some(model.deep_clone().map_err(err)?),
+        };
+        let tcfg = TrainStepConfig {
+            loss: LossKind::Coefficients,
+            max_grad_norm: cfg.training.grad_clip,
+            optimizer: cfg.training.optimizer.clone(),
+            schedule,
+            ..TrainStepConfig::default()
+        };
+        let pad_id = loaded.tokenizer.eos_ids().first().copied().unwrap_or(0);
+        let step = TrainStep::new(PolicyModel(model), tcfg).map_err(err)?;
+        Ok(NativePolicy {
+            step,
+            tokenizer: loaded.tokenizer,
+            template: loaded.chat_template,
+            pad_id,
+            micro_batch: if cfg.training.micro_batch_tokens > 0 {
+                MicroBatchLimits::tokens(cfg.training.micro_batch_tokens)
+            } else {
+                MicroBatchLimits::rows(cfg.training.micro_batch.max(1))
+            },
+            reference,
+            decode: Mutex::new(None),
+        })
+    }
 }
 
 impl NativePolicy {
@@ -244,7 +277,7 @@ impl NativePolicy {
         Ok(slot.clone())
     }
 
-    fn forget_decode_weights(&self) {
+    pub(crate) fn forget_decode_weights(&self) {
         *self.decode.lock().unwrap_or_else(PoisonError::into_inner) = None;
     }
 }

@@ -43,6 +43,19 @@ pub struct RolloutSpec {
     /// without a non-empty `<tag>...</tag>` is stepped as an invalid action. None: no such rule.
     pub required_tag: Option<String>,
     pub templates: PromptTemplates,
+    /// Play turns answered by the env's expert instead of the policy (demonstrations, the
+    /// expert's own evaluation). None: the policy answers.
+    pub expert: Option<ExpertPlay>,
+}
+
+/// How the env's expert plays (see `quester_envs::noisy_expert_action`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ExpertPlay {
+    /// Probability of a random admissible action instead of the expert's.
+    pub epsilon: f64,
+    /// End every trial after its first attempt (demonstrations: later attempts would need
+    /// reflections, which the expert does not write). Otherwise reflections are empty remarks.
+    pub first_attempt_only: bool,
 }
 
 /// One trial to play.
@@ -201,6 +214,7 @@ impl Running {
     }
 
     fn end_attempt(&mut self, won: bool, spec: &RolloutSpec) -> Result<(), TrainError> {
+        let first_only = spec.expert.is_some_and(|x| x.first_attempt_only);
         for s in &mut self.samples[self.attempt_first_sample..] {
             if s.kind == SampleKind::Play {
                 s.attempt_won = won;
@@ -222,7 +236,7 @@ impl Running {
         self.turn = 0;
         self.reward_sum = 0.0;
         self.invalid = 0;
-        if won || self.attempt >= spec.num_attempts {
+        if won || self.attempt >= spec.num_attempts || first_only {
             self.phase = Phase::Done;
             return Ok(());
         }
@@ -242,6 +256,55 @@ impl Running {
             Phase::Play
         };
         Ok(())
+    }
+}
+
+impl Running {
+    /// The expert's response to `req`: the env's (noisy) expert action written as the env's
+    /// answer format asks, less the forced opening the response starts with. Its draws come
+    /// from the request's own seed, so demonstrations are reproducible.
+    fn expert_answer(
+        &mut self,
+        play: ExpertPlay,
+        req: &GenRequest,
+    ) -> Result<(crate::policy::Generation, SampleRole), TrainError> {
+        use rand::SeedableRng;
+        let mut role = SampleRole::Expert;
+        let answer = if self.phase == Phase::Reflect {
+            "<remark></remark>".to_string()
+        } else {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(req.params.seed);
+            let action =
+                quester_envs::noisy_expert_action(self.env.as_mut(), play.epsilon, &mut rng)?;
+            if matches!(action, quester_envs::ExpertMove::Random(_)) {
+                role = SampleRole::ExpertRandom;
+            }
+            let format = quester_envs::spec(self.env.name())
+                .map(|s| s.answer)
+                .unwrap_or(quester_envs::AnswerFormat::ActionLine);
+            write_answer(format, action.text())
+        };
+        let text = answer
+            .strip_prefix(req.response_prefix.as_str())
+            .map(str::to_string)
+            .unwrap_or(answer);
+        Ok((
+            crate::policy::Generation {
+                text,
+                ..Default::default()
+            },
+            role,
+        ))
+    }
+}
+
+/// An action as a response of `format`: inside an `<action>` tag, or the whole response.
+pub fn write_answer(format: quester_envs::AnswerFormat, action: &str) -> String {
+    use quester_envs::AnswerFormat;
+    match format {
+        AnswerFormat::ActionLine => format!("<action>{action}</action>"),
+        AnswerFormat::FreeTextInTag => format!("<action>\n{action}\n</action>"),
+        AnswerFormat::WholeResponse => action.to_string(),
     }
 }
 
@@ -360,7 +423,20 @@ pub fn run_trials_with(
             r.generations += 1;
             prompts.push(prompt);
         }
-        let gens = policy.generate(&batch)?;
+        let (gens, roles): (Vec<_>, Vec<_>) = match spec.expert {
+            None => {
+                let gens = policy.generate(&batch)?;
+                let roles = vec![SampleRole::Policy; gens.len()];
+                (gens, roles)
+            }
+            Some(play) => active
+                .iter()
+                .zip(&batch)
+                .map(|(&i, req)| running[i].expert_answer(play, req))
+                .collect::<Result<Vec<_>, _>>()?
+                .into_iter()
+                .unzip(),
+        };
         if gens.len() != batch.len() {
             return Err(TrainError::Policy(format!(
                 "asked for {} responses, got {}",
@@ -368,7 +444,13 @@ pub fn run_trials_with(
                 gens.len()
             )));
         }
-        for (((&i, g), prompt), req) in active.iter().zip(gens).zip(prompts).zip(&batch) {
+        for ((((&i, g), prompt), req), role) in active
+            .iter()
+            .zip(gens)
+            .zip(prompts)
+            .zip(&batch)
+            .zip(roles)
+        {
             let r = &mut running[i];
             let mut sample = Sample {
                 task_id: r.req.task_id.clone(),
@@ -381,7 +463,7 @@ pub fn run_trials_with(
                 anchor: std::mem::take(&mut r.pending_anchor),
                 reward: 0.0,
                 score_adjustment: 0.0,
-                role: SampleRole::Policy,
+                role,
                 valid: true,
                 won: false,
                 attempt_won: false,

@@ -44,7 +44,20 @@ pub fn evaluate_with(
     method: &dyn TrainingMethod,
     cfg: &TrainConfig,
 ) -> Result<EvalResult, TrainError> {
-    let spec = method.eval_spec();
+    evaluate_expert_with(policy, make_env, method, cfg, None)
+}
+
+/// [`evaluate_with`], with the env's expert answering the play turns when `expert` is given
+/// (the expert's row beside a trained policy's; `policy` then answers nothing).
+pub fn evaluate_expert_with(
+    policy: &mut dyn Policy,
+    make_env: &EnvFactory<'_>,
+    method: &dyn TrainingMethod,
+    cfg: &TrainConfig,
+    expert: Option<crate::rollout::ExpertPlay>,
+) -> Result<EvalResult, TrainError> {
+    let mut spec = method.eval_spec();
+    spec.expert = expert;
     let requests = method.eval_requests();
     let trials = run_trials(policy, make_env, &requests, &spec, None)?;
     Ok(summarize(

@@ -71,6 +71,7 @@ fn spec(reflection: bool, kind: ReflectionType) -> RolloutSpec {
         privileged_reflection: false,
         required_tag: None,
         templates: PromptTemplates::builtin("bandit"),
+        expert: None,
     }
 }
 
