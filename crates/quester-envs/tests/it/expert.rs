@@ -2,8 +2,10 @@
 //! answers are valid actions, and that coding never demonstrates on HumanEval.
 
 use crate::common::wrap;
+use quester_envs::coding::{CodingConfig, CodingEnv};
+use quester_envs::scienceworld::{ScienceWorldConfig, ScienceWorldEnv};
 use quester_envs::webshop::{RewardMode, Split, WebShopConfig, WebShopEnv};
-use quester_envs::{noisy_expert_action, Env, Step};
+use quester_envs::{noisy_expert_action, Env, EnvError, ExpertMove, Step};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -16,7 +18,9 @@ fn play_expert(env: &mut dyn Env, epsilon: f64, rng: &mut ChaCha8Rng) -> Option<
         }
         let a = noisy_expert_action(env, epsilon, rng).unwrap_or_else(|e| panic!("{e}"));
         let step = env.step(&wrap(a.text()));
-        assert!(step.valid, "`{}`: {:?}", a.text(), step.info);
+        if matches!(a, ExpertMove::Expert(_)) {
+            assert!(step.valid, "`{}`: {:?}", a.text(), step.info);
+        }
         let done = step.done;
         last = Some(step);
         if done {
@@ -85,4 +89,110 @@ fn webshop_expert_buys_and_scores() {
     assert!(wins as f64 >= 0.95 * n as f64, "{wins}/{n}");
     let (mean, wins) = webshop_run(n, 0.2);
     eprintln!("noisy (epsilon 0.2): mean reward {mean:.4}, success {wins}/{n}");
+}
+
+fn coding(split: &str) -> CodingEnv {
+    CodingEnv::new(CodingConfig {
+        split: split.into(),
+        ..CodingConfig::default()
+    })
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The expert's answer passes every test of every train problem, in one submission.
+#[test]
+fn coding_expert_passes_every_train_problem() {
+    let mut env = coding("train");
+    let n = env.problems().len();
+    let mut rng = ChaCha8Rng::seed_from_u64(0);
+    let mut failures = Vec::new();
+    for seed in 0..n as u64 {
+        env.reset(seed).unwrap();
+        let last = play_expert(&mut env, 0.0, &mut rng).expect("a step");
+        if !(last.won && last.reward == 1.0 && last.info["submission"] == 1) {
+            failures.push(format!(
+                "{}: {:?}",
+                env.problem().unwrap().task_id,
+                last.info
+            ));
+        }
+    }
+    eprintln!(
+        "coding expert: {}/{n} train problems passed",
+        n - failures.len()
+    );
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// No demonstrations from an evaluation split: HumanEval and the test split are refused.
+#[test]
+fn coding_expert_refuses_evaluation_splits() {
+    let mut rng = ChaCha8Rng::seed_from_u64(0);
+    for split in ["humaneval", "test"] {
+        let mut env = coding(split);
+        env.reset(0).unwrap();
+        match env.expert_action(&mut rng) {
+            Some(Err(EnvError::Config { env, message })) => {
+                assert_eq!(env, "coding");
+                assert!(message.contains(split), "{message}");
+            }
+            other => panic!("{split}: {other:?}"),
+        }
+    }
+    // Before a reset there is no problem to answer.
+    let mut env = coding("train");
+    assert!(matches!(
+        env.expert_action(&mut rng),
+        Some(Err(EnvError::NotReset { .. }))
+    ));
+}
+
+/// The gold-path expert completes training tasks (score 100), asked from turn 0; and asked
+/// first after a random step (the plan is fetched mid-attempt and the attempt replayed), it
+/// keeps the attempt's state.
+#[test]
+fn scienceworld_gold_expert_completes_tasks() {
+    let _g = crate::scienceworld::serial();
+    let mut env = ScienceWorldEnv::new(ScienceWorldConfig {
+        tasks: vec!["find-non-living-thing".into(), "find-animal".into()],
+        max_turns: 60,
+        ..ScienceWorldConfig::default()
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    let mut rng = ChaCha8Rng::seed_from_u64(0);
+    let seeds = 0..4u64;
+    let mut solved = 0;
+    for seed in seeds.clone() {
+        let first = env.reset(seed).unwrap();
+        let a = env.expert_action(&mut rng).unwrap().unwrap();
+        // Fetching the plan restarted the attempt: the same first state.
+        assert_eq!(env.observation(), first);
+        assert_ne!(a, "look around", "seed {seed}: an empty gold path");
+        let last = play_expert(&mut env, 0.0, &mut rng).expect("a step");
+        let (task, variation) = env.task().unwrap();
+        assert!(
+            last.won && env.score() == Some(100),
+            "seed {seed} ({task} {variation}): {:?}",
+            last.info
+        );
+        solved += 1;
+        // Once the path is used up the expert idles.
+        assert_eq!(env.expert_action(&mut rng).unwrap().unwrap(), "look around");
+    }
+    eprintln!(
+        "scienceworld gold expert: {solved}/{} attempts won",
+        seeds.end
+    );
+
+    // A first step that is not the expert's: the plan comes mid-attempt, the state stays.
+    env.reset(0).unwrap();
+    let s = env.step(&wrap("inventory"));
+    assert!(s.valid, "{:?}", s.info);
+    let before = (env.observation(), env.score());
+    env.expert_action(&mut rng).unwrap().unwrap();
+    assert_eq!((env.observation(), env.score()), before);
+    let last = play_expert(&mut env, 0.0, &mut rng).expect("a step");
+    assert!(last.won, "{:?}", last.info);
+    drop(env);
+    quester_envs::scienceworld::drain_pool();
 }
