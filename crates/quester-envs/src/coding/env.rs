@@ -492,6 +492,15 @@ impl Env for CodingEnv {
     fn is_done(&self) -> bool {
         self.task.as_ref().is_none_or(|t| t.done)
     }
+
+    fn expert_action(&mut self, _rng: &mut dyn rand::RngCore) -> Option<Result<String, EnvError>> {
+        let Some(problem) = self.problem() else {
+            return Some(Err(EnvError::NotReset {
+                env: "coding".into(),
+            }));
+        };
+        Some(super::expert::expert_answer(self.plan.split, problem))
+    }
 }
 
 /// An error with its sources, `: `-separated.

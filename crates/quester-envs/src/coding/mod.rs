@@ -5,6 +5,7 @@
 
 mod config;
 mod env;
+mod expert;
 mod problems;
 mod spec;
 mod submission;

@@ -9,7 +9,9 @@ pub static SPEC: EnvSpec = EnvSpec {
     answer: AnswerFormat::FreeTextInTag,
     seats: None,
     held_out: Some(held_out),
-    expert: None,
+    expert: Some(
+        "the canonical solution (train split only; refused on the test and HumanEval splits)",
+    ),
     prompts: &[("coding_play", include_str!("prompts/play.txt"))],
 };
 

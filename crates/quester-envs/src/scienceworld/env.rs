@@ -2,6 +2,7 @@
 //! the pool of `pool.rs`), driven over py4j.
 
 use super::config::{ScienceWorldConfig, ScienceWorldPlan};
+use super::expert::GoldPlan;
 use super::server::{Server, ServerError, ServerOptions};
 use super::tasks::{ACTION_TEMPLATES, TASKS};
 use crate::action::extract_action;
@@ -47,6 +48,8 @@ struct Episode {
     valid: Option<Vec<String>>,
     /// Locations seen (the rooms `look around` reported).
     visited: BTreeSet<String>,
+    /// The gold-path expert's plan for this attempt, once asked for.
+    expert: Option<GoldPlan>,
 }
 
 /// The room's name from `look around` ("This room is called the kitchen. ...").
@@ -128,7 +131,7 @@ fn cut(s: &str, n: usize) -> String {
 }
 
 /// The action text sent to the simulator: white space collapsed, control characters dropped.
-fn clean_action(raw: &str) -> String {
+pub(super) fn clean_action(raw: &str) -> String {
     raw.split_whitespace()
         .map(|w| w.chars().filter(|c| !c.is_control()).collect::<String>())
         .filter(|w| !w.is_empty())
@@ -306,6 +309,35 @@ impl ScienceWorldEnv {
         Ok(gold)
     }
 
+    /// The gold-path expert's next action. The first call of an attempt fetches the gold path
+    /// (a load of its own) and then replays the attempt's actions, so it may come at any turn
+    /// (the noisy expert's first move may be a random one).
+    fn gold_expert_action(&mut self) -> Result<String, EnvError> {
+        let mut inner = self.lock();
+        let ep = inner.episode.clone().ok_or_else(|| EnvError::NotReset {
+            env: "scienceworld".into(),
+        })?;
+        if ep.done {
+            return Ok(super::expert::IDLE_ACTION.into());
+        }
+        if ep.expert.is_none() {
+            let server = self.server(&mut inner).map_err(sim_error)?;
+            server
+                .load(ep.task, ep.variation, &self.plan.simplifications, true)
+                .map_err(sim_error)?;
+            let gold = server.gold_actions().map_err(sim_error)?;
+            if let Err(e) = self.replay(&mut inner, &ep, &ep.sent) {
+                // The simulator no longer holds the attempt: the next step restores it.
+                inner.server = None;
+                return Err(sim_error(e));
+            }
+            inner.episode.as_mut().expect("replayed").expert = Some(GoldPlan::new(gold));
+        }
+        let ep = inner.episode.as_mut().expect("checked");
+        let plan = ep.expert.as_mut().expect("just set");
+        Ok(plan.next_action(&ep.sent))
+    }
+
     /// The running server; when there is none or it died, an idle one from the pool, else a
     /// new one.
     fn server<'a>(&self, inner: &'a mut Inner) -> Result<&'a mut Server, ServerError> {
@@ -436,6 +468,7 @@ impl ScienceWorldEnv {
             inventory: first.inventory,
             valid: first.valid,
             visited,
+            expert: None,
         })
     }
 
@@ -444,6 +477,11 @@ impl ScienceWorldEnv {
     fn restore(&self, inner: &mut Inner, ep: &Episode, sent: &[String]) -> Result<(), ServerError> {
         inner.server = None;
         inner.recoveries += 1;
+        self.replay(inner, ep, sent)
+    }
+
+    /// Loads `ep`'s task fresh on the current (or a new) server and replays `sent` onto it.
+    fn replay(&self, inner: &mut Inner, ep: &Episode, sent: &[String]) -> Result<(), ServerError> {
         let server = self.server(inner)?;
         let mut fresh = self.load_fresh(server, ep.task, ep.variation)?;
         let mut last = None;
@@ -477,6 +515,7 @@ impl ScienceWorldEnv {
         fresh.valid = ep.valid.clone();
         fresh.visited = ep.visited.clone();
         fresh.notice = ep.notice.clone();
+        fresh.expert = ep.expert.clone();
         inner.episode = Some(fresh);
         Ok(())
     }
@@ -882,6 +921,10 @@ impl Env for ScienceWorldEnv {
 
     fn is_done(&self) -> bool {
         self.lock().episode.as_ref().is_some_and(|e| e.done)
+    }
+
+    fn expert_action(&mut self, _rng: &mut dyn rand::RngCore) -> Option<Result<String, EnvError>> {
+        Some(self.gold_expert_action())
     }
 }
 

@@ -6,6 +6,7 @@
 
 mod config;
 mod env;
+mod expert;
 mod pool;
 pub mod py4j;
 pub mod server;

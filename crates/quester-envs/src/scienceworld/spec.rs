@@ -9,7 +9,7 @@ pub static SPEC: EnvSpec = EnvSpec {
     answer: AnswerFormat::ActionLine,
     seats: None,
     held_out: None,
-    expert: None,
+    expert: Some("the simulator's gold action sequence for the task and variation"),
     prompts: &[(
         "scienceworld_terse_play",
         include_str!("prompts/terse_play.txt"),

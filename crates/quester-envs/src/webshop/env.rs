@@ -280,6 +280,14 @@ impl Env for WebShopEnv {
     fn is_done(&self) -> bool {
         self.result.is_some()
     }
+
+    fn expert_action(&mut self, _rng: &mut dyn rand::RngCore) -> Option<Result<String, EnvError>> {
+        let Some(g) = self.goal else {
+            return Some(Err(EnvError::NotReset { env: NAME.into() }));
+        };
+        let action = super::expert::expert_action(&self.session, &self.cat, &self.cat.goals[g]);
+        Some(action.ok_or_else(|| EnvError::Other("webshop: the episode is over".into())))
+    }
 }
 
 /// LaMer's history cut: the page without its admissible actions, and of the strings after the

@@ -11,6 +11,7 @@ pub mod bm25;
 pub mod catalogue;
 pub mod config;
 pub mod env;
+pub mod expert;
 pub mod fuzz;
 pub mod goals;
 pub mod pages;

@@ -9,7 +9,10 @@ pub static SPEC: EnvSpec = EnvSpec {
     answer: AnswerFormat::ActionLine,
     seats: None,
     held_out: Some(held_out),
-    expert: None,
+    expert: Some(
+        "scripted shopper: searches the instruction, opens the goal's product (else the listed one \
+         scoring best), clicks the goal's options, buys",
+    ),
     prompts: &[],
 };
 

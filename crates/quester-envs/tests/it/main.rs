@@ -4,6 +4,7 @@ mod bandit;
 mod coding;
 mod common;
 mod contract;
+mod expert;
 mod instruction;
 mod instruction_oracle;
 mod kuhn;

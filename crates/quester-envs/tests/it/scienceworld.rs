@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 static SERIAL: Mutex<()> = Mutex::new(());
 
 /// The shared lock, with the pool drained (a test starts with no idle servers).
-fn serial() -> std::sync::MutexGuard<'static, ()> {
+pub(crate) fn serial() -> std::sync::MutexGuard<'static, ()> {
     let g = SERIAL
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
