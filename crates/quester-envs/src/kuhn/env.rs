@@ -300,6 +300,19 @@ impl Env for KuhnEnv {
     fn is_done(&self) -> bool {
         self.task.as_ref().is_some_and(|t| t.done)
     }
+
+    fn expert_action(&mut self, rng: &mut dyn rand::RngCore) -> Option<Result<String, EnvError>> {
+        let Some(t) = &self.task else {
+            return Some(Err(EnvError::NotReset { env: "kuhn".into() }));
+        };
+        // The opponent acts inside reset/step, so a live hand is always at the agent's turn.
+        let action = (!t.done)
+            .then(|| super::expert::expert_kuhn_action(t.cards[t.agent_seat], &t.history, rng))
+            .flatten();
+        Some(action.map(|a| a.name().to_string()).ok_or_else(|| {
+            EnvError::Other("kuhn: the hand is over; the expert has no move".into())
+        }))
+    }
 }
 
 fn is_fold(history: &[Action]) -> bool {

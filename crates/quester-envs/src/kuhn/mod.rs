@@ -3,6 +3,7 @@
 mod cfr;
 mod config;
 mod env;
+pub mod expert;
 mod game;
 mod opponents;
 mod spec;

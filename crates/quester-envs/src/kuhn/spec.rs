@@ -15,7 +15,7 @@ pub static SPEC: EnvSpec = EnvSpec {
         },
     }),
     held_out: None,
-    expert: None,
+    expert: Some("the CFR+ equilibrium strategy at the agent's information set, sampled"),
     prompts: &[
         ("kuhn_terse_play", include_str!("prompts/terse_play.txt")),
         (

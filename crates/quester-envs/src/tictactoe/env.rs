@@ -278,4 +278,19 @@ impl Env for TicTacToeEnv {
     fn is_done(&self) -> bool {
         self.task.as_ref().is_some_and(|t| t.done)
     }
+
+    fn expert_action(&mut self, rng: &mut dyn rand::RngCore) -> Option<Result<String, EnvError>> {
+        let Some(t) = &self.task else {
+            return Some(Err(EnvError::NotReset {
+                env: "tictactoe".into(),
+            }));
+        };
+        if t.done {
+            return Some(Err(EnvError::Other(
+                "tictactoe: the episode is over; the expert has no move".into(),
+            )));
+        }
+        let cell = super::expert::expert_cell(&t.board, rng)?;
+        Some(Ok(super::expert::cell_action(cell)))
+    }
 }

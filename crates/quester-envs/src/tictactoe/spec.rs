@@ -12,7 +12,9 @@ pub static SPEC: EnvSpec = EnvSpec {
         value: SeatValue::AgentFirst,
     }),
     held_out: None,
-    expert: None,
+    expert: Some(
+        "perfect play (memoised minimax; fastest win, slowest loss; ties drawn at random)",
+    ),
     prompts: &[
         (
             "tictactoe_terse_play",
