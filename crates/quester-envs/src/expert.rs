@@ -51,6 +51,9 @@ pub fn noisy_expert_action(
     match env.expert_action(rng) {
         Some(Ok(a)) => Ok(ExpertMove::Expert(a)),
         Some(Err(e)) => Err(e),
-        None => Err(EnvError::Other(format!("{}: this env has no expert", env.name()))),
+        None => Err(EnvError::Other(format!(
+            "{}: this env has no expert",
+            env.name()
+        ))),
     }
 }

@@ -117,7 +117,11 @@ fn check(cfg: &TrainConfig, opts: &DemoOptions) -> Result<(), TrainError> {
         }
     }
     spec.check_held_out(&cfg.env.settings, &cfg.eval.env_settings)
-        .map_err(|e| refuse(format!("demonstrations would share evaluation's tasks: {e}")))?;
+        .map_err(|e| {
+            refuse(format!(
+                "demonstrations would share evaluation's tasks: {e}"
+            ))
+        })?;
     if opts.episodes == 0 {
         return Err(refuse("--episodes must be at least 1".into()));
     }

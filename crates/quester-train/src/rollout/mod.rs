@@ -444,12 +444,8 @@ pub fn run_trials_with(
                 gens.len()
             )));
         }
-        for ((((&i, g), prompt), req), role) in active
-            .iter()
-            .zip(gens)
-            .zip(prompts)
-            .zip(&batch)
-            .zip(roles)
+        for ((((&i, g), prompt), req), role) in
+            active.iter().zip(gens).zip(prompts).zip(&batch).zip(roles)
         {
             let r = &mut running[i];
             let mut sample = Sample {

@@ -103,11 +103,9 @@ pub fn is_validation(group: &str, seed: u64, fraction: f64) -> bool {
     if fraction <= 0.0 {
         return false;
     }
-    let h = group
-        .bytes()
-        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-        });
+    let h = group.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
     let x = crate::rng::derive(seed, &[0x5F7, h]);
     (x as f64 / u64::MAX as f64) < fraction
 }
@@ -148,7 +146,10 @@ mod tests {
             "\n"
         ));
         let e = read_examples(&p).unwrap_err().to_string();
-        assert!(e.ends_with("d.jsonl:2: no assistant message to train on"), "{e}");
+        assert!(
+            e.ends_with("d.jsonl:2: no assistant message to train on"),
+            "{e}"
+        );
         let (_d, p) = file("{\"messages\": 3}\n");
         let e = read_examples(&p).unwrap_err().to_string();
         assert!(e.contains("d.jsonl:1: not a chat example"), "{e}");

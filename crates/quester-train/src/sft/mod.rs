@@ -150,7 +150,10 @@ fn sequence(e: &Encoded) -> TrainSequence {
 }
 
 /// `seqs` in token order (shared prefixes side by side) cut into micro-batches under `limits`.
-fn micro_batches(mut seqs: Vec<TrainSequence>, limits: MicroBatchLimits) -> Vec<Vec<TrainSequence>> {
+fn micro_batches(
+    mut seqs: Vec<TrainSequence>,
+    limits: MicroBatchLimits,
+) -> Vec<Vec<TrainSequence>> {
     seqs.sort_by(|a, b| a.ids.cmp(&b.ids));
     let rows: Vec<&[u32]> = seqs.iter().map(|s| s.ids.as_slice()).collect();
     let first: Vec<usize> = seqs
@@ -208,7 +211,12 @@ pub fn sft(cfg: &TrainConfig, run_dir: &Path, resume: bool) -> Result<SftSummary
     // the optimiser.
     let ds = load_dataset(cfg, &loaded.chat_template, &loaded.tokenizer)?;
     let lengths: Vec<usize> = ds.train.iter().map(|e| e.ids.len()).collect();
-    let mut steps = plan::plan_steps(&lengths, cfg.sft.step_tokens, cfg.sft.epochs, cfg.training.seed);
+    let mut steps = plan::plan_steps(
+        &lengths,
+        cfg.sft.step_tokens,
+        cfg.sft.epochs,
+        cfg.training.seed,
+    );
     if cfg.sft.max_steps > 0 {
         steps.truncate(cfg.sft.max_steps);
     }
@@ -282,8 +290,9 @@ pub fn sft(cfg: &TrainConfig, run_dir: &Path, resume: bool) -> Result<SftSummary
         let targets: usize = step.iter().map(|&i| ds.train[i].targets()).sum();
         let tokens: usize = step.iter().map(|&i| ds.train[i].ids.len()).sum();
         for chunk in micro_batches(seqs, limits) {
-            let tb = TrainBatch::from_sequences(&chunk, policy.pad_id, policy.step.model().0.device())
-                .map_err(err)?;
+            let tb =
+                TrainBatch::from_sequences(&chunk, policy.pad_id, policy.step.model().0.device())
+                    .map_err(err)?;
             policy.step.accumulate(&tb, targets).map_err(err)?;
         }
         let stats = policy.step.apply().map_err(err)?;
@@ -291,7 +300,10 @@ pub fn sft(cfg: &TrainConfig, run_dir: &Path, resume: bool) -> Result<SftSummary
             policy.forget_decode_weights();
         }
         if stats.skipped_nan {
-            tracing::warn!(step = k + 1, "sft: non-finite loss or gradient; update skipped");
+            tracing::warn!(
+                step = k + 1,
+                "sft: non-finite loss or gradient; update skipped"
+            );
         }
         let secs = st.elapsed().as_secs_f64();
         run_tokens += tokens;

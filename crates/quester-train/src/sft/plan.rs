@@ -7,7 +7,12 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 
 /// The examples (indices into the training set) of every optimiser step, epoch after epoch.
-pub fn plan_steps(lengths: &[usize], step_tokens: usize, epochs: usize, seed: u64) -> Vec<Vec<usize>> {
+pub fn plan_steps(
+    lengths: &[usize],
+    step_tokens: usize,
+    epochs: usize,
+    seed: u64,
+) -> Vec<Vec<usize>> {
     let mut steps = Vec::new();
     for epoch in 0..epochs {
         let mut order: Vec<usize> = (0..lengths.len()).collect();
@@ -61,8 +66,14 @@ mod tests {
     #[test]
     fn the_plan_depends_on_the_seed_only() {
         let lengths: Vec<usize> = (1..50).collect();
-        assert_eq!(plan_steps(&lengths, 120, 3, 9), plan_steps(&lengths, 120, 3, 9));
-        assert_ne!(plan_steps(&lengths, 120, 1, 9), plan_steps(&lengths, 120, 1, 10));
+        assert_eq!(
+            plan_steps(&lengths, 120, 3, 9),
+            plan_steps(&lengths, 120, 3, 9)
+        );
+        assert_ne!(
+            plan_steps(&lengths, 120, 1, 9),
+            plan_steps(&lengths, 120, 1, 10)
+        );
         // Epochs visit in different orders.
         let two = plan_steps(&lengths, 10_000, 2, 9);
         assert_eq!(two.len(), 2);

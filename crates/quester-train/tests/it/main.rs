@@ -14,5 +14,6 @@ mod native_policy;
 mod presets;
 mod resume_and_nan;
 mod rollout_engine;
+mod sft;
 mod sge_learning;
 mod sokoban_learning;
