@@ -179,7 +179,12 @@ impl TrainConfig {
             // "optimizer.beta1 = 1: must be in [0, 1)"
             return Err(TrainError::Config(format!("training.{e}")));
         }
-        if let Err(e) = t.lr_schedule.validate() {
+        // A supervised run fills an unset total_steps with the steps it plans (`quester sft`).
+        let mut schedule = t.lr_schedule.clone();
+        if !self.sft.data.is_empty() && schedule.total_steps == 0 {
+            schedule.total_steps = schedule.warmup_steps + 1;
+        }
+        if let Err(e) = schedule.validate() {
             return bad("training.lr_schedule", &e);
         }
         if self.model.kind == PolicyKind::Native

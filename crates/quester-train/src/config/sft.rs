@@ -1,6 +1,7 @@
 //! `[sft]`: supervised fine-tuning on chat examples (`quester sft`). The optimiser, its
 //! schedule, the gradient clip, the seed, checkpointing and the micro-batch budget are
-//! `[training]`'s, as in RL; the model and its LoRA are `[model]`'s.
+//! `[training]`'s, as in RL (a `training.lr_schedule.total_steps` of 0 becomes the number of
+//! steps the run plans); the model and its LoRA are `[model]`'s.
 
 use serde::{Deserialize, Serialize};
 
