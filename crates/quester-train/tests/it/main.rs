@@ -5,6 +5,7 @@ mod bandit_learning;
 mod common;
 mod config_layout;
 mod config_validation;
+mod demos;
 mod empo2;
 mod eval_pass_k;
 mod herl_learning;
