@@ -82,15 +82,15 @@ mod tests {
         let mut env = tictactoe();
         let admissible = env.admissible_actions().unwrap();
         let mut rng = ChaCha8Rng::seed_from_u64(0);
-        let n = 2000;
+        let n = 2000u32;
         let mut random = 0;
         for _ in 0..n {
             let m = noisy_expert_action(&mut env, 0.3, &mut rng).unwrap();
             assert!(admissible.contains(&m.text().to_string()), "{m:?}");
-            random += usize::from(matches!(m, ExpertMove::Random(_)));
+            random += u32::from(matches!(m, ExpertMove::Random(_)));
         }
-        let frac = random as f64 / n as f64;
-        let sigma = (0.3 * 0.7 / n as f64).sqrt();
+        let frac = f64::from(random) / f64::from(n);
+        let sigma = (0.3 * 0.7 / f64::from(n)).sqrt();
         assert!((frac - 0.3).abs() <= 3.0 * sigma, "{frac}");
         for _ in 0..200 {
             let m = noisy_expert_action(&mut env, 0.0, &mut rng).unwrap();
