@@ -57,3 +57,45 @@ pub fn noisy_expert_action(
         ))),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tictactoe::{TicTacToeConfig, TicTacToeEnv};
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    fn tictactoe() -> TicTacToeEnv {
+        let mut env = TicTacToeEnv::new(TicTacToeConfig {
+            opponent: "random".into(),
+            ..TicTacToeConfig::default()
+        })
+        .unwrap();
+        env.reset(0).unwrap();
+        env
+    }
+
+    /// The random branch is taken with probability epsilon: 2000 draws on one state land within
+    /// 3 standard deviations of 0.3, and epsilon 0 never explores.
+    #[test]
+    fn the_random_fraction_matches_epsilon() {
+        let mut env = tictactoe();
+        let admissible = env.admissible_actions().unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(0);
+        let n = 2000u32;
+        let mut random = 0;
+        for _ in 0..n {
+            let m = noisy_expert_action(&mut env, 0.3, &mut rng).unwrap();
+            assert!(admissible.contains(&m.text().to_string()), "{m:?}");
+            random += u32::from(matches!(m, ExpertMove::Random(_)));
+        }
+        let frac = f64::from(random) / f64::from(n);
+        let sigma = (0.3 * 0.7 / f64::from(n)).sqrt();
+        assert!((frac - 0.3).abs() <= 3.0 * sigma, "{frac}");
+        for _ in 0..200 {
+            let m = noisy_expert_action(&mut env, 0.0, &mut rng).unwrap();
+            assert!(matches!(m, ExpertMove::Expert(_)), "{m:?}");
+        }
+        assert!(noisy_expert_action(&mut env, 1.5, &mut rng).is_err());
+    }
+}

@@ -1,6 +1,7 @@
 //! The meta-bandit [`Env`]: one action per attempt; the good arm is fixed per task (seed).
 
 use super::config::BanditConfig;
+use super::expert::{action_text, expert_bandit_action, BanditMemory};
 use crate::action::extract_action;
 use crate::env::{config_error, Env, EnvError, Info, Step};
 use rand::{Rng, SeedableRng};
@@ -36,6 +37,8 @@ struct Task {
     won: bool,
     /// What the last action showed.
     feedback: Option<String>,
+    /// What earlier attempts of this task showed, for the expert; kept by `restart`.
+    memory: BanditMemory,
 }
 
 /// The meta-bandit (see `docs/envs/bandit.md`).
@@ -91,6 +94,7 @@ impl Env for BanditEnv {
             done: false,
             won: false,
             feedback: None,
+            memory: BanditMemory::default(),
         });
         Ok(self.observation())
     }
@@ -129,6 +133,7 @@ impl Env for BanditEnv {
             }
             Some(BanditAction::Scout) => {
                 task.feedback = Some(format!("the good arm is {}", task.good_arm));
+                task.memory.known_good = Some(task.good_arm);
                 info.insert("outcome".into(), "scout".into());
                 0.0
             }
@@ -136,6 +141,11 @@ impl Env for BanditEnv {
                 let r = u8::from(n == task.good_arm);
                 task.won = r == 1;
                 task.feedback = Some(format!("arm {n} gave {r}"));
+                if task.won {
+                    task.memory.known_good = Some(n);
+                } else if !task.memory.missed.contains(&n) {
+                    task.memory.missed.push(n);
+                }
                 info.insert("outcome".into(), "pull".into());
                 f64::from(r)
             }
@@ -215,6 +225,21 @@ impl Env for BanditEnv {
 
     fn is_done(&self) -> bool {
         self.task.as_ref().is_some_and(|t| t.done)
+    }
+
+    fn expert_action(&mut self, rng: &mut dyn rand::RngCore) -> Option<Result<String, EnvError>> {
+        let Some(t) = &self.task else {
+            return Some(Err(EnvError::NotReset {
+                env: "bandit".into(),
+            }));
+        };
+        if t.done {
+            return Some(Err(EnvError::Other(
+                "bandit: the attempt is over; the expert has no move".into(),
+            )));
+        }
+        let action = expert_bandit_action(self.config.arms, self.config.scout, &t.memory, rng);
+        Some(Ok(action_text(action)))
     }
 }
 

@@ -3,6 +3,7 @@
 
 mod config;
 mod env;
+pub mod expert;
 mod spec;
 
 pub use config::BanditConfig;

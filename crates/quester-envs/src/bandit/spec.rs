@@ -9,7 +9,7 @@ pub static SPEC: EnvSpec = EnvSpec {
     answer: AnswerFormat::ActionLine,
     seats: None,
     held_out: None,
-    expert: None,
+    expert: Some("scouts in the first attempt, then pulls the arm the scout showed"),
     prompts: &[
         ("bandit_play", include_str!("prompts/play.txt")),
         ("bandit_reflect", include_str!("prompts/reflect.txt")),

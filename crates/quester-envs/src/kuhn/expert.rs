@@ -66,8 +66,7 @@ mod tests {
         for position in ["first", "second"] {
             let (_, counts) = play(position, 6000);
             for card in Card::ALL {
-                for node in 0..4 {
-                    let (bets, n) = counts[card.index()][node];
+                for (node, &(bets, n)) in counts[card.index()].iter().enumerate() {
                     if n == 0 {
                         continue;
                     }

@@ -216,4 +216,22 @@ impl Env for MineSweeperEnv {
     fn is_done(&self) -> bool {
         self.task.as_ref().is_some_and(|t| t.done)
     }
+
+    fn expert_action(&mut self, rng: &mut dyn rand::RngCore) -> Option<Result<String, EnvError>> {
+        let Some(t) = &self.task else {
+            return Some(Err(EnvError::NotReset {
+                env: "minesweeper".into(),
+            }));
+        };
+        let click = (!t.done)
+            .then(|| super::expert::View::from_board(&t.board, self.config.mines).choose(rng))
+            .flatten();
+        Some(
+            click
+                .map(|c| format!("({}, {})", c.cell.0 + 1, c.cell.1 + 1))
+                .ok_or_else(|| {
+                    EnvError::Other("minesweeper: the game is over; the expert has no move".into())
+                }),
+        )
+    }
 }

@@ -4,6 +4,7 @@
 mod board;
 mod config;
 mod env;
+pub mod expert;
 mod generate;
 mod spec;
 

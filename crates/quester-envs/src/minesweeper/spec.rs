@@ -9,7 +9,7 @@ pub static SPEC: EnvSpec = EnvSpec {
     answer: AnswerFormat::ActionLine,
     seats: None,
     held_out: None,
-    expert: None,
+    expert: Some("a logic solver on the visible board: deduced-safe cells first, else the lowest estimated mine probability"),
     prompts: &[],
 };
 

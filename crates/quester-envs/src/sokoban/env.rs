@@ -4,6 +4,7 @@ use serde_json::json;
 
 use super::action::parse_moves;
 use super::config::SokobanConfig;
+use super::expert::{moves_text, SokobanExpert};
 use super::generate::generate;
 use super::grid::{parse_level, Room};
 use super::solver::solution_len;
@@ -29,6 +30,8 @@ pub struct Sokoban {
     done: bool,
     won: bool,
     deadlock: bool,
+    /// The expert's cached plan.
+    expert: SokobanExpert,
 }
 
 impl Sokoban {
@@ -56,6 +59,7 @@ impl Sokoban {
             done: false,
             won: false,
             deadlock: false,
+            expert: SokobanExpert::default(),
         })
     }
 
@@ -101,6 +105,7 @@ impl Sokoban {
         self.done = false;
         self.won = false;
         self.deadlock = false;
+        self.expert.clear();
         self.observation()
     }
 
@@ -253,5 +258,21 @@ impl Env for Sokoban {
 
     fn is_done(&self) -> bool {
         self.done
+    }
+
+    fn expert_action(&mut self, rng: &mut dyn rand::RngCore) -> Option<Result<String, EnvError>> {
+        let _ = rng; // the optimal plan is deterministic
+        let Some(room) = &self.room else {
+            return Some(Err(EnvError::NotReset {
+                env: "sokoban".into(),
+            }));
+        };
+        if self.done {
+            return Some(Err(EnvError::Other(
+                "sokoban: the episode is over; the expert has no move".into(),
+            )));
+        }
+        let moves = self.expert.next_moves(room, self.config.max_moves_per_turn);
+        Some(Ok(moves_text(&moves)))
     }
 }

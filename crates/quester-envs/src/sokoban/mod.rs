@@ -3,11 +3,13 @@
 //! - [`grid`]: the board, moves, rendering, level parsing ([`parse_level`]).
 //! - [`generate`]: reverse-play room generation seeded from the reset seed.
 //! - [`solver`]: the move-optimal solver ([`solve`]), also the deadlock check.
+//! - [`expert`]: the solver-driven expert behind `Env::expert_action`.
 //! - [`env`]: the [`Sokoban`] environment. See docs/envs/sokoban.md.
 
 pub mod action;
 pub mod config;
 pub mod env;
+pub mod expert;
 pub mod generate;
 pub mod grid;
 pub mod solver;

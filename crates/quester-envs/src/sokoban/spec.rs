@@ -9,7 +9,7 @@ pub static SPEC: EnvSpec = EnvSpec {
     answer: AnswerFormat::ActionLine,
     seats: None,
     held_out: None,
-    expert: None,
+    expert: Some("the move-optimal solver's plan from the current room, up to max_moves_per_turn moves a turn"),
     prompts: &[
         ("sokoban_terse_play", include_str!("prompts/terse_play.txt")),
         (
