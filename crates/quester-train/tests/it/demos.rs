@@ -58,7 +58,10 @@ fn tictactoe_demonstrations_are_chat_examples_of_the_presets_prompts() {
         assert!(prompt.contains("Attempt 1 of 1, turn "), "{prompt}");
         // The answer opens with the preset's forced opening and is a listed empty cell.
         assert!(answer.starts_with("<action>(") && answer.ends_with(")</action>"));
-        assert!(prompt.contains(answer), "{answer} is not an empty cell of {prompt}");
+        assert!(
+            prompt.contains(answer),
+            "{answer} is not an empty cell of {prompt}"
+        );
         assert_eq!(l["env"], "tictactoe");
         // Perfect play never loses.
         assert!(l["return"].as_f64().unwrap() >= 0.0, "{l}");
@@ -115,7 +118,10 @@ fn demonstrations_never_come_from_held_out_tasks_or_unsupported_setups() {
     let e = write_demos(&cfg, &opts(2, 0.0), &p, None)
         .unwrap_err()
         .to_string();
-    assert!(e.contains("has no expert") && e.contains("tictactoe"), "{e}");
+    assert!(
+        e.contains("has no expert") && e.contains("tictactoe"),
+        "{e}"
+    );
     // Training settings on an evaluation split.
     let cfg = preset("grpo_coding_cpu.toml", &["env.settings.split=\"test\""]);
     let e = write_demos(&cfg, &opts(2, 0.0), &p, None)
@@ -134,8 +140,8 @@ fn demonstrations_never_come_from_held_out_tasks_or_unsupported_setups() {
 #[test]
 fn the_expert_evaluates_on_held_out_tasks_without_a_model() {
     let cfg = preset("sft_tictactoe_cpu.toml", &["eval.tasks=8"]);
-    let r = quester_train::evaluate_subject(&cfg, EvalSubject::Expert { epsilon: 0.0 }, None)
-        .unwrap();
+    let r =
+        quester_train::evaluate_subject(&cfg, EvalSubject::Expert { epsilon: 0.0 }, None).unwrap();
     assert_eq!(r.tasks, 8);
     assert_eq!(r.invalid_rate, 0.0);
     // Minimax against MCTS-1000 as the first player: never a loss.
