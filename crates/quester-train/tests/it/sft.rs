@@ -116,7 +116,6 @@ fn tiny_cfg(data: &Path) -> TrainConfig {
     c.model.train = TrainMode::Lora;
     c.model.lora.rank = 4;
     c.env.name = "bandit".into();
-    c.algorithm.method = "grpo".into();
     c.training.optimizer.lr = 1e-2;
     c.training.checkpoint_every = 2;
     c.eval.at_end = false;
