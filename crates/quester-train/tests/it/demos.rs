@@ -10,7 +10,7 @@ fn preset(name: &str, overrides: &[&str]) -> TrainConfig {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../configs")
         .join(name);
-    let mut o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+    let mut o: Vec<String> = overrides.iter().map(ToString::to_string).collect();
     o.push("output.progress=false".into());
     TrainConfig::read(&p, &o).unwrap()
 }
