@@ -30,10 +30,4 @@ rm -rf "$out/sft"
 step sft "$q" sft --config "$cfg" --run-dir "$out/sft" "$@" > "$out/sft.json"
 step untrained "$q" evaluate --config "$cfg" --out "$out/untrained" > /dev/null
 step expert "$q" evaluate --config "$cfg" --expert --out "$out/expert" > /dev/null
-python3 - "$out" <<'PY'
-import json, sys
-out = sys.argv[1]
-for name, path in [("untrained", "untrained/eval.json"), ("warm start", "sft/eval.json"), ("expert", "expert/eval.json")]:
-    r = json.load(open(f"{out}/{path}"))
-    print(f"{name:10s} pass@1 {r['pass_at'][0]:.3f}  pass@{len(r['pass_at'])} {r['pass_at'][-1]:.3f}  invalid {r['invalid_rate']:.3f}  reward {r['reward_mean']:.3f}")
-PY
+python3 scripts/warm_start_results.py "$out" | tee "$out/table.md"
