@@ -44,6 +44,9 @@ pub struct SftArgs {
     /// Continue the run in RUN_DIR from its last checkpoint, with its own config.
     #[arg(long, value_name = "RUN_DIR", conflicts_with_all = ["config", "overrides"])]
     pub resume: Option<PathBuf>,
+    /// Do not write the HTML report (loss and validation-loss plots) at the end.
+    #[arg(long)]
+    pub no_report: bool,
 }
 
 pub fn demos(args: DemosArgs) -> anyhow::Result<()> {
@@ -99,5 +102,8 @@ pub fn sft(args: SftArgs) -> anyhow::Result<()> {
         }
     };
     println!("{}", serde_json::to_string_pretty(&summary)?);
+    if !args.no_report {
+        crate::cmd_train::write_report(&summary.run_dir)?;
+    }
     Ok(())
 }

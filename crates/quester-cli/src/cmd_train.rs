@@ -125,7 +125,7 @@ fn load_config(path: &Path, overrides: &[String]) -> anyhow::Result<TrainConfig>
     TrainConfig::read(path, overrides).with_context(|| format!("config {}", path.display()))
 }
 
-fn write_report(run_dir: &Path) -> anyhow::Result<()> {
+pub(crate) fn write_report(run_dir: &Path) -> anyhow::Result<()> {
     let path = quester_report::write_report(run_dir)
         .with_context(|| format!("writing the report of {}", run_dir.display()))?;
     println!("report: {}", path.display());
