@@ -8,3 +8,4 @@ mod ifeval;
 mod memory;
 mod model;
 mod serve;
+mod warm_start;
