@@ -213,7 +213,12 @@ fn init_from(model: &Model, source: &Path) -> Result<(), TrainError> {
 /// Builds the native model policy of a config.
 pub fn build(cfg: &TrainConfig) -> Result<Box<dyn super::TrainablePolicy>, TrainError> {
     let loaded = load_model(cfg)?;
-    let schedule = cfg.training.lr_schedule.clone();
+    let mut schedule = cfg.training.lr_schedule.clone();
+    // A supervised config leaves total_steps to `quester sft`, which plans them; anything else
+    // built from it (evaluate, serve, export) never steps this optimiser.
+    if !cfg.sft.data.is_empty() && schedule.total_steps == 0 {
+        schedule.total_steps = schedule.warmup_steps + 1;
+    }
     Ok(Box::new(NativePolicy::from_loaded(cfg, loaded, schedule)?))
 }
 
