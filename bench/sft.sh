@@ -31,10 +31,11 @@
 #    both print their tokens per step.
 #  - Micro-batching: ours splits a step into micro-batches of training.micro_batch_tokens =
 #    2048 (sft's default: 2 passes of ~7-8 examples), sorted by tokens, running the prompt
-#    prefix the examples of a micro-batch share once (docs/performance.md); TRL runs the
-#    step's examples as one padded batch (TRL_BATCH = the whole step, TRL_ACCUM = 1; the
-#    fastest correct choice on CPU: packing and padding_free flatten a batch into one row,
-#    which is only correct with FlashAttention's varlen kernels, not sdpa on the CPU). TRL's
+#    prefix the examples of a micro-batch share once (docs/performance.md); TRL runs a step
+#    as TRL_ACCUM = 3 padded micro-batches of TRL_BATCH = 5 examples (gradient accumulation;
+#    on the idle 2-core box 5 x 3 ran 25.9 s/step against 32.5 s/step and 15.8 GB for one
+#    batch of 15). Packing and padding_free stay off: they flatten a batch into one row,
+#    which is only correct with FlashAttention's varlen kernels, not sdpa on the CPU. TRL's
 #    tokens/s counts real tokens, not padding (padded_tokens_per_s is printed too).
 #  - TRL computes per-token entropy and accuracy for its logs in every loss pass (SFTTrainer's
 #    default); ours does not.
@@ -43,8 +44,8 @@
 # Env: STEPS (8 timed steps, + 1 warm-up), THREADS (2), DATA (data/demos/tictactoe.jsonl;
 # made with `quester demos tictactoe --episodes 100` when missing), BIN (target/release/quester,
 # built if missing), MODEL (bench/out/sft/smollm2-f32, written if missing), TRL_BATCH /
-# TRL_ACCUM (TRL's per-device batch and gradient accumulation; default: ours' examples per
-# step, 1). Outputs and logs: bench/out/sft/. Needs bench/.venv-torch with trl:
+# TRL_ACCUM (TRL's per-device batch and gradient accumulation; default: 3, and ours' examples
+# per step / 3). Outputs and logs: bench/out/sft/. Needs bench/.venv-torch with trl:
 #   python3 -m venv bench/.venv-torch && bench/.venv-torch/bin/pip install torch transformers peft safetensors trl
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -118,7 +119,7 @@ echo "$ours"
 
 # TRL, with ours' examples per step
 per_step=$(get "$ours" examples_per_step)
-TRL_ACCUM=${TRL_ACCUM:-1}
+TRL_ACCUM=${TRL_ACCUM:-3}
 TRL_BATCH=${TRL_BATCH:-$(python3 -c "import sys; print(max(1, round(float(sys.argv[1]) / int(sys.argv[2]))))" "$per_step" "$TRL_ACCUM")}
 /usr/bin/time -v -o "$OUT/trl.time" "$PY" bench/sft_trl.py "$MODEL" --data "$DATA" --steps $((STEPS + 1)) \
   --batch "$TRL_BATCH" --accum "$TRL_ACCUM" --max-length 1024 --rank 8 --alpha 16 --lr 1e-3 --threads "$THREADS" \
