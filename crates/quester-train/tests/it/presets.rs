@@ -15,6 +15,12 @@ fn every_preset_parses_and_validates() {
             continue;
         }
         let cfg = TrainConfig::load(&p, &[]).unwrap_or_else(|e| panic!("{name}: {e}"));
+        if name.starts_with("sft_") {
+            // A warm start: its demonstrations and its evaluation's single episodes.
+            let env = name.trim_start_matches("sft_").trim_end_matches("_cpu.toml");
+            assert_eq!(cfg.sft.data, format!("data/demos/{env}.jsonl"), "{name}");
+            assert!(quester_envs::spec(env).unwrap().expert.is_some(), "{name}");
+        }
         if name.starts_with("lamer") || name.starts_with("mage") {
             assert_eq!(cfg.algorithm.num_attempts, 3, "{name}");
         } else {
@@ -30,9 +36,10 @@ fn every_preset_parses_and_validates() {
         n += 1;
     }
     assert_eq!(
-        n, 56,
+        n, 63,
         "lamer/gigpo/grpo x sokoban/minesweeper/bandit/webshop x cpu/paper, \
-         mage/lamer/gigpo x kuhn/tictactoe x cpu/paper, herl/grpo x instruction x cpu/paper, sge x sokoban/minesweeper x cpu/paper, sge/grpo x coding x cpu/paper, empo2 x scienceworld/webshop/minesweeper x cpu/paper, grpo x scienceworld x cpu/paper"
+         mage/lamer/gigpo x kuhn/tictactoe x cpu/paper, herl/grpo x instruction x cpu/paper, sge x sokoban/minesweeper x cpu/paper, sge/grpo x coding x cpu/paper, empo2 x scienceworld/webshop/minesweeper x cpu/paper, grpo x scienceworld x cpu/paper, \
+         sft x sokoban/minesweeper/tictactoe/kuhn/webshop/scienceworld/coding x cpu"
     );
 }
 
