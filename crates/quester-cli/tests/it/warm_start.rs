@@ -57,7 +57,10 @@ fn demos_then_sft_give_a_checkpoint_every_command_reads() {
         "--out",
         d("x.jsonl").to_str().unwrap(),
     ]));
-    assert!(e.contains("demonstrations come only from training tasks"), "{e}");
+    assert!(
+        e.contains("demonstrations come only from training tasks"),
+        "{e}"
+    );
 
     let run = d("sft");
     let tiny = tiny_llama();

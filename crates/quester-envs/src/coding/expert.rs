@@ -1,4 +1,4 @@
-//! The coding expert: the problem's canonical solution, on the train split only.
+//! The coding expert: the problem's canonical solution, never on HumanEval.
 
 use super::config::CodingSplit;
 use super::problems::Problem;
@@ -6,15 +6,15 @@ use crate::env::EnvError;
 
 /// The expert's answer for `problem` of `split`: the complete reference function (signature,
 /// docstring, canonical body), which is what the env runs after the problem's header.
-/// Demonstrations must not come from an evaluation set, so HumanEval and our own test split
-/// (held out for evaluation, see the spec's held-out rule) are refused.
+/// HumanEval is refused: the benchmark's solutions are never played back as anyone's answers.
+/// Our own test split is answered, so the expert's row of an evaluation exists; demonstrations
+/// never reach it (`quester demos` plays training tasks only).
 pub fn expert_answer(split: CodingSplit, problem: &Problem) -> Result<String, EnvError> {
-    if split != CodingSplit::Train {
+    if split == CodingSplit::HumanEval {
         return Err(EnvError::Config {
             env: "coding".into(),
             message: format!(
-                "no expert on split `{}`: demonstrations come from the train split only, never \
-                 from an evaluation split (HumanEval, test)",
+                "no expert on split `{}`: HumanEval's canonical solutions are never played",
                 split.name()
             ),
         });

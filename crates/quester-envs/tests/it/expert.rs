@@ -124,11 +124,16 @@ fn coding_expert_passes_every_train_problem() {
     assert!(failures.is_empty(), "{failures:#?}");
 }
 
-/// No demonstrations from an evaluation split: HumanEval and the test split are refused.
+/// HumanEval is refused; our own test split is answered (the expert's evaluation row), while
+/// demonstrations reach training tasks only (quester-train's demos refuse other splits).
 #[test]
-fn coding_expert_refuses_evaluation_splits() {
+fn coding_expert_refuses_humaneval() {
     let mut rng = ChaCha8Rng::seed_from_u64(0);
-    for split in ["humaneval", "test"] {
+    let mut env = coding("test");
+    env.reset(0).unwrap();
+    let answer = env.expert_action(&mut rng).unwrap().unwrap();
+    assert!(env.step(&format!("<action>\n{answer}\n</action>")).won);
+    for split in ["humaneval"] {
         let mut env = coding(split);
         env.reset(0).unwrap();
         match env.expert_action(&mut rng) {

@@ -17,7 +17,9 @@ fn every_preset_parses_and_validates() {
         let cfg = TrainConfig::load(&p, &[]).unwrap_or_else(|e| panic!("{name}: {e}"));
         if name.starts_with("sft_") {
             // A warm start: its demonstrations and its evaluation's single episodes.
-            let env = name.trim_start_matches("sft_").trim_end_matches("_cpu.toml");
+            let env = name
+                .trim_start_matches("sft_")
+                .trim_end_matches("_cpu.toml");
             assert_eq!(cfg.sft.data, format!("data/demos/{env}.jsonl"), "{name}");
             assert!(quester_envs::spec(env).unwrap().expert.is_some(), "{name}");
         }
