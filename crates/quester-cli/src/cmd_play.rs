@@ -30,7 +30,7 @@ pub fn as_response(line: &str) -> String {
     if line.to_ascii_lowercase().contains("<action>") {
         line.to_string()
     } else {
-        format!("<action>{}</action>", line.trim())
+        AnswerFormat::ActionLine.write(line.trim())
     }
 }
 
@@ -43,10 +43,10 @@ fn answer_format(name: &str) -> AnswerFormat {
 /// response, else wrapped in one action tag unless it already has one (code keeps its lines and
 /// indentation).
 pub fn as_free_text_response(env: &str, answer: &str) -> String {
-    if !answer_format(env).uses_action_tag() || answer.to_ascii_lowercase().contains("<action>") {
+    if answer.to_ascii_lowercase().contains("<action>") {
         answer.to_string()
     } else {
-        format!("<action>\n{answer}\n</action>")
+        answer_format(env).write(answer)
     }
 }
 

@@ -70,6 +70,16 @@ impl AnswerFormat {
     pub fn uses_action_tag(self) -> bool {
         !matches!(self, AnswerFormat::WholeResponse)
     }
+
+    /// `action` written as a response in this format: inside an `<action>` tag (on lines of
+    /// its own for free text), or the whole response.
+    pub fn write(self, action: &str) -> String {
+        match self {
+            AnswerFormat::ActionLine => format!("<action>{action}</action>"),
+            AnswerFormat::FreeTextInTag => format!("<action>\n{action}\n</action>"),
+            AnswerFormat::WholeResponse => action.to_string(),
+        }
+    }
 }
 
 /// The config key that puts the agent in the first or second seat.

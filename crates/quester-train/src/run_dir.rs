@@ -121,6 +121,48 @@ impl RunDir {
         self.root.join("checkpoints")
     }
 
+    /// Opens the run for `cfg`: a fresh one (`resume` false) is created; a resumed one must have
+    /// been started with `cfg`, and its logs are cut back to its newest checkpoint, which is
+    /// returned for the caller to load (none yet: the logs start over).
+    pub(crate) fn open(
+        &self,
+        cfg: &crate::TrainConfig,
+        resume: bool,
+    ) -> Result<Option<(PathBuf, CheckpointState)>, TrainError> {
+        if !resume {
+            self.create(&cfg.to_toml()?)?;
+            return Ok(None);
+        }
+        if !self.config_path().exists() {
+            return Err(TrainError::Resume(format!(
+                "{} holds no run to resume",
+                self.root.display()
+            )));
+        }
+        let saved = io(&self.config_path(), fs::read_to_string(self.config_path()))?;
+        if !cfg.matches_saved(&saved)? {
+            return Err(TrainError::Resume(format!(
+                "the config differs from {}; resume with the run's own config",
+                self.config_path().display()
+            )));
+        }
+        let latest = self.latest_checkpoint()?;
+        match &latest {
+            Some((_, state)) => self.truncate_to(state)?,
+            None => {
+                self.truncate_to(&CheckpointState {
+                    step: 0,
+                    metrics_jsonl_bytes: 0,
+                    metrics_csv_bytes: 0,
+                    trajectories_bytes: 0,
+                })?;
+                let header = format!("{}\n", CSV_COLUMNS.join(","));
+                io(&self.metrics_csv(), fs::write(self.metrics_csv(), header))?;
+            }
+        }
+        Ok(latest)
+    }
+
     /// Starts a fresh run: refuses a directory that already holds metrics or checkpoints.
     pub(crate) fn create(&self, config_toml: &str) -> Result<(), TrainError> {
         let used = self.metrics_jsonl().exists() || self.checkpoints().join(LATEST).exists();

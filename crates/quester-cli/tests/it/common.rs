@@ -25,3 +25,9 @@ pub fn fails(out: Output) -> String {
     assert!(!out.status.success(), "unexpected success");
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
+
+/// quester-model's tiny random Llama (a Hugging Face directory) for runs through the binary.
+pub fn tiny_llama() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../quester-model/tests/fixtures/tiny-llama")
+}

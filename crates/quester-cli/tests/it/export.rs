@@ -2,7 +2,7 @@
 //! tiny-llama fixture, and one on the real default model), exported as PEFT and Hugging Face
 //! directories and checked against the checkpoint they came from.
 
-use crate::common::{fails, ok, quester};
+use crate::common::{fails, ok, quester, tiny_llama};
 use quester_model::checkpoint::{load_checkpoint, StFile};
 use quester_model::export::PEFT_PREFIX;
 use quester_model::{LoadedModel, LoraConfig};
@@ -38,10 +38,6 @@ impl Drop for Scratch {
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
-}
-
-fn tiny_llama() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../quester-model/tests/fixtures/tiny-llama")
 }
 
 /// One LaMer step on the bandit through `quester train`. The entropy bonus gives a gradient

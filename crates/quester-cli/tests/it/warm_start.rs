@@ -2,20 +2,13 @@
 //! (quester-model's tiny random Llama), then the run read back as every checkpoint is: the
 //! report, `evaluate --checkpoint`, `export`, and a preset's `model.init`.
 
-use crate::common::{fails, ok, quester};
+use crate::common::{fails, ok, quester, tiny_llama};
 use std::path::{Path, PathBuf};
 
 fn configs(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../configs")
         .join(name)
-        .display()
-        .to_string()
-}
-
-fn tiny_llama() -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../quester-model/tests/fixtures/tiny-llama")
         .display()
         .to_string()
 }
@@ -63,7 +56,7 @@ fn demos_then_sft_give_a_checkpoint_every_command_reads() {
     );
 
     let run = d("sft");
-    let tiny = tiny_llama();
+    let tiny = tiny_llama().display().to_string();
     let sets = [
         format!("model.path={tiny:?}"),
         "model.lora.rank=4".to_string(),

@@ -92,6 +92,18 @@ impl TrainConfig {
 }
 
 impl TrainConfig {
+    /// The learning-rate schedule an optimiser built from this config follows: a supervised
+    /// config (`sft.data` set) leaves `total_steps = 0` to `quester sft`, which fills in the
+    /// steps it plans; anything else built from it (evaluate, serve, export) never steps, so a
+    /// placeholder past the warm-up stands in.
+    pub(crate) fn optimizer_schedule(&self) -> quester_model::optim::LrSchedule {
+        let mut schedule = self.training.lr_schedule.clone();
+        if !self.sft.data.is_empty() && schedule.total_steps == 0 {
+            schedule.total_steps = schedule.warmup_steps + 1;
+        }
+        schedule
+    }
+
     /// The config as TOML text (written to config.resolved.toml).
     pub fn to_toml(&self) -> Result<String, TrainError> {
         toml::to_string_pretty(self).map_err(|e| TrainError::Config(e.to_string()))
@@ -179,12 +191,7 @@ impl TrainConfig {
             // "optimizer.beta1 = 1: must be in [0, 1)"
             return Err(TrainError::Config(format!("training.{e}")));
         }
-        // A supervised run fills an unset total_steps with the steps it plans (`quester sft`).
-        let mut schedule = t.lr_schedule.clone();
-        if !self.sft.data.is_empty() && schedule.total_steps == 0 {
-            schedule.total_steps = schedule.warmup_steps + 1;
-        }
-        if let Err(e) = schedule.validate() {
+        if let Err(e) = self.optimizer_schedule().validate() {
             return bad("training.lr_schedule", &e);
         }
         if self.model.kind == PolicyKind::Native

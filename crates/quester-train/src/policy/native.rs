@@ -148,7 +148,10 @@ fn prefix_order(seqs: &[TrainSequence]) -> Vec<usize> {
 }
 
 /// The micro-batches of `seqs` (already in token order) under `limits`.
-fn micro_batches(seqs: &[&TrainSequence], limits: MicroBatchLimits) -> Vec<Range<usize>> {
+pub(crate) fn micro_batches(
+    seqs: &[&TrainSequence],
+    limits: MicroBatchLimits,
+) -> Vec<Range<usize>> {
     let rows: Vec<&[u32]> = seqs.iter().map(|s| s.ids.as_slice()).collect();
     let first_trained: Vec<usize> = seqs
         .iter()
@@ -213,12 +216,7 @@ fn init_from(model: &Model, source: &Path) -> Result<(), TrainError> {
 /// Builds the native model policy of a config.
 pub fn build(cfg: &TrainConfig) -> Result<Box<dyn super::TrainablePolicy>, TrainError> {
     let loaded = load_model(cfg)?;
-    let mut schedule = cfg.training.lr_schedule.clone();
-    // A supervised config leaves total_steps to `quester sft`, which plans them; anything else
-    // built from it (evaluate, serve, export) never steps this optimiser.
-    if !cfg.sft.data.is_empty() && schedule.total_steps == 0 {
-        schedule.total_steps = schedule.warmup_steps + 1;
-    }
+    let schedule = cfg.optimizer_schedule();
     Ok(Box::new(NativePolicy::from_loaded(cfg, loaded, schedule)?))
 }
 

@@ -282,7 +282,7 @@ impl Running {
             let format = quester_envs::spec(self.env.name())
                 .map(|s| s.answer)
                 .unwrap_or(quester_envs::AnswerFormat::ActionLine);
-            write_answer(format, action.text())
+            format.write(action.text())
         };
         let text = answer
             .strip_prefix(req.response_prefix.as_str())
@@ -295,16 +295,6 @@ impl Running {
             },
             role,
         ))
-    }
-}
-
-/// An action as a response of `format`: inside an `<action>` tag, or the whole response.
-pub fn write_answer(format: quester_envs::AnswerFormat, action: &str) -> String {
-    use quester_envs::AnswerFormat;
-    match format {
-        AnswerFormat::ActionLine => format!("<action>{action}</action>"),
-        AnswerFormat::FreeTextInTag => format!("<action>\n{action}\n</action>"),
-        AnswerFormat::WholeResponse => action.to_string(),
     }
 }
 

@@ -103,9 +103,7 @@ pub fn is_validation(group: &str, seed: u64, fraction: f64) -> bool {
     if fraction <= 0.0 {
         return false;
     }
-    let h = group.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    });
+    let h = quester_envs::instruction::fnv1a64(group.as_bytes());
     let x = crate::rng::derive(seed, &[0x5F7, h]);
     (x as f64 / u64::MAX as f64) < fraction
 }

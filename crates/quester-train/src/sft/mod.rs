@@ -149,19 +149,16 @@ fn sequence(e: &Encoded) -> TrainSequence {
     }
 }
 
-/// `seqs` in token order (shared prefixes side by side) cut into micro-batches under `limits`.
+/// `seqs` in token order (shared prefixes side by side) and the micro-batches of them under
+/// `limits` (the native policy's plan).
 fn micro_batches(
     mut seqs: Vec<TrainSequence>,
     limits: MicroBatchLimits,
-) -> Vec<Vec<TrainSequence>> {
+) -> (Vec<TrainSequence>, Vec<std::ops::Range<usize>>) {
     seqs.sort_by(|a, b| a.ids.cmp(&b.ids));
-    let rows: Vec<&[u32]> = seqs.iter().map(|s| s.ids.as_slice()).collect();
-    let first: Vec<usize> = seqs
-        .iter()
-        .map(|s| s.trained.iter().position(|&t| t).unwrap_or(s.ids.len()))
-        .collect();
-    let plan = quester_model::micro_batch::plan(&rows, &first, limits);
-    plan.into_iter().map(|r| seqs[r].to_vec()).collect()
+    let refs: Vec<&TrainSequence> = seqs.iter().collect();
+    let plan = crate::policy::native::micro_batches(&refs, limits);
+    (seqs, plan)
 }
 
 /// Mean NLL per assistant token of `examples` under the current weights (no gradient).
@@ -172,9 +169,10 @@ fn validation_loss(
 ) -> Result<f64, TrainError> {
     let model = &policy.step.model().0;
     let (mut sum, mut n) = (0.0f64, 0usize);
-    let seqs: Vec<TrainSequence> = examples.iter().map(sequence).collect();
-    for chunk in micro_batches(seqs, limits) {
-        let tb = TrainBatch::from_sequences(&chunk, policy.pad_id, model.device()).map_err(err)?;
+    let (seqs, plan) = micro_batches(examples.iter().map(sequence).collect(), limits);
+    for range in plan {
+        let tb =
+            TrainBatch::from_sequences(&seqs[range], policy.pad_id, model.device()).map_err(err)?;
         let lp = model
             .token_logprobs_detached(&tb.input_ids, &tb.attention_mask, tb.targets_from)
             .map_err(err)?
@@ -242,30 +240,10 @@ pub fn sft(cfg: &TrainConfig, run_dir: &Path, resume: bool) -> Result<SftSummary
 
     let run = RunDir::new(run_dir);
     let mut done = 0;
-    if resume {
-        let saved = std::fs::read_to_string(run.config_path())
-            .map_err(|e| TrainError::io(&run.config_path(), e))?;
-        if !cfg.matches_saved(&saved)? {
-            return Err(TrainError::Resume(format!(
-                "the config differs from {}; resume with the run's own config",
-                run.config_path().display()
-            )));
-        }
-        if let Some((dir, state)) = run.latest_checkpoint()? {
-            crate::policy::TrainablePolicy::load(&mut policy, &dir)?;
-            run.truncate_to(&state)?;
-            done = state.step;
-            tracing::info!(step = done, "sft: resumed from {}", dir.display());
-        } else {
-            run.truncate_to(&crate::run_dir::CheckpointState {
-                step: 0,
-                metrics_jsonl_bytes: 0,
-                metrics_csv_bytes: 0,
-                trajectories_bytes: 0,
-            })?;
-        }
-    } else {
-        run.create(&cfg.to_toml()?)?;
+    if let Some((dir, state)) = run.open(cfg, resume)? {
+        crate::policy::TrainablePolicy::load(&mut policy, &dir)?;
+        done = state.step;
+        tracing::info!(step = done, "sft: resumed from {}", dir.display());
     }
 
     let bar = (cfg.output.progress && done < steps.len()).then(|| {
@@ -286,13 +264,16 @@ pub fn sft(cfg: &TrainConfig, run_dir: &Path, resume: bool) -> Result<SftSummary
     let per_epoch = steps.len().div_ceil(cfg.sft.epochs.max(1));
     for (k, step) in steps.iter().enumerate().skip(done) {
         let st = Instant::now();
-        let seqs: Vec<TrainSequence> = step.iter().map(|&i| sequence(&ds.train[i])).collect();
         let targets: usize = step.iter().map(|&i| ds.train[i].targets()).sum();
         let tokens: usize = step.iter().map(|&i| ds.train[i].ids.len()).sum();
-        for chunk in micro_batches(seqs, limits) {
+        let (seqs, plan) = micro_batches(
+            step.iter().map(|&i| sequence(&ds.train[i])).collect(),
+            limits,
+        );
+        for range in plan {
+            let device = policy.step.model().0.device();
             let tb =
-                TrainBatch::from_sequences(&chunk, policy.pad_id, policy.step.model().0.device())
-                    .map_err(err)?;
+                TrainBatch::from_sequences(&seqs[range], policy.pad_id, device).map_err(err)?;
             policy.step.accumulate(&tb, targets).map_err(err)?;
         }
         let stats = policy.step.apply().map_err(err)?;

@@ -92,45 +92,12 @@ impl<'a> Trainer<'a> {
         let run = RunDir::new(run_dir);
         let mut step = 0;
         let mut outcomes = quester_algos::DistinctOutcomes::new();
-        let text = cfg.to_toml()?;
-        if resume && run.config_path().exists() {
-            let saved = std::fs::read_to_string(run.config_path())
-                .map_err(|e| TrainError::io(&run.config_path(), e))?;
-            if !cfg.matches_saved(&saved)? {
-                return Err(TrainError::Resume(format!(
-                    "the config differs from {}; resume with the run's own config",
-                    run.config_path().display()
-                )));
-            }
-            match run.latest_checkpoint()? {
-                Some((dir, state)) => {
-                    policy.load(&dir)?;
-                    method.restore(&crate::run_dir::load_method_state(&dir)?)?;
-                    outcomes = crate::run_dir::load_outcomes(&dir)?;
-                    run.truncate_to(&state)?;
-                    step = state.step;
-                    tracing::info!(step, "resumed from {}", dir.display());
-                }
-                None => {
-                    run.truncate_to(&crate::run_dir::CheckpointState {
-                        step: 0,
-                        metrics_jsonl_bytes: 0,
-                        metrics_csv_bytes: 0,
-                        trajectories_bytes: 0,
-                    })?;
-                    let header = format!("{}\n", crate::run_dir::CSV_COLUMNS.join(","));
-                    std::fs::write(run.metrics_csv(), header)
-                        .map_err(|e| TrainError::io(&run.metrics_csv(), e))?;
-                }
-            }
-        } else {
-            if resume {
-                return Err(TrainError::Resume(format!(
-                    "{} holds no run to resume",
-                    run_dir.display()
-                )));
-            }
-            run.create(&text)?;
+        if let Some((dir, state)) = run.open(&cfg, resume)? {
+            policy.load(&dir)?;
+            method.restore(&crate::run_dir::load_method_state(&dir)?)?;
+            outcomes = crate::run_dir::load_outcomes(&dir)?;
+            step = state.step;
+            tracing::info!(step, "resumed from {}", dir.display());
         }
         Ok(Self {
             cfg,
