@@ -1,6 +1,7 @@
 //! `quester experiment PLAN.toml`: runs x seeds, resumable, aggregated with intervals.
 
 use anyhow::Context;
+use std::io::Write;
 use std::path::PathBuf;
 
 use quester_experiment::{aggregate, write_outputs, Plan, Runner, Unit};
@@ -30,6 +31,7 @@ pub fn run(args: ExperimentArgs) -> anyhow::Result<()> {
         .unwrap_or_else(|| PathBuf::from("runs/experiments").join(&plan.name));
     let mut runner = Runner::new(plan, &dir);
     if args.dry_run {
+        let mut out = std::io::stdout().lock();
         for unit in runner.units() {
             let state = if runner.is_done(&unit) {
                 "done"
@@ -52,7 +54,11 @@ pub fn run(args: ExperimentArgs) -> anyhow::Result<()> {
                 }
                 _ => String::new(),
             };
-            println!("{}{steps}: {state}", runner.label(&unit));
+            // A reader that stops early (`| head`) ends the listing, not the process by panic.
+            match writeln!(out, "{}{steps}: {state}", runner.label(&unit)) {
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
+                r => r?,
+            }
         }
         return Ok(());
     }

@@ -427,19 +427,62 @@ fn a_killed_experiment_resumes_without_repeating_or_losing_a_unit() {
     assert_eq!(rows.len(), 4);
 }
 
+/// Every committed plan loads (its presets exist; every run's config is built and validated for
+/// every seed), and a run that starts from a warm start names one `scripts/warm-start.sh` makes
+/// and the plan's header says how: `runs/warm_start/ENV/sft`, trained by
+/// `configs/sft_ENV_cpu.toml` on the run's env, with the same adapters (the checkpoint's
+/// trainable variables) and, except under SGE's strategy-first prompt, the same answer prefix.
 #[test]
 fn the_committed_plans_load() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let dir = root.join("experiments");
     let mut n = 0;
+    let mut warm = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "toml") {
-            let p = Plan::load(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-            assert!(!p.runs.is_empty());
-            n += 1;
+        if path.extension().is_none_or(|e| e != "toml") {
+            continue;
+        }
+        let p = Plan::load(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert!(!p.runs.is_empty());
+        n += 1;
+        for (i, run) in p.runs.iter().enumerate() {
+            let cfg = p.config(i, p.seeds[0]).unwrap();
+            let init = &cfg.model.init;
+            if init.is_empty() {
+                continue;
+            }
+            let what = format!("{} run {}: model.init = {init}", path.display(), run.name);
+            let env = init
+                .strip_prefix("runs/warm_start/")
+                .and_then(|r| r.strip_suffix("/sft"))
+                .unwrap_or_else(|| panic!("{what}: not runs/warm_start/ENV/sft"));
+            assert!(
+                p.text.contains(&format!("scripts/warm-start.sh {env} ")),
+                "{what}: the header does not give the warm start's command"
+            );
+            let sft_path = root.join(format!("configs/sft_{env}_cpu.toml"));
+            let sft = quester_train::TrainConfig::load(&sft_path, &[])
+                .unwrap_or_else(|e| panic!("{what}: {}: {e}", sft_path.display()));
+            assert_eq!(sft.env.name, cfg.env.name, "{what}: another env");
+            assert_eq!(sft.model.train, cfg.model.train, "{what}: model.train");
+            let (a, b) = (&sft.model.lora, &cfg.model.lora);
+            assert_eq!(
+                (a.rank, a.alpha, &a.target_modules),
+                (b.rank, b.alpha, &b.target_modules),
+                "{what}: other adapters"
+            );
+            if cfg.algorithm.method != "sge" {
+                assert_eq!(
+                    sft.prompt.play_prefix, cfg.prompt.play_prefix,
+                    "{what}: another answer prefix"
+                );
+            }
+            warm += 1;
         }
     }
     assert!(n >= 1, "no plans in {}", dir.display());
+    assert!(warm >= 1, "no plan starts from a warm start");
 }
 
 #[test]
