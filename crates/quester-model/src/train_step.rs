@@ -55,6 +55,19 @@ pub trait TrainableModel {
     ) -> Result<(Tensor, Option<Tensor>), TrainStepError> {
         Ok((self.token_logprobs(ids, mask, targets_from)?, None))
     }
+    /// [`TrainableModel::token_logprobs_and_entropy`] where only the positions with a non-zero
+    /// `keep` [B, T - targets_from] (the loss mask) are read: a model may skip the others and
+    /// return 0 there.
+    fn token_logprobs_and_entropy_at(
+        &self,
+        ids: &Tensor,
+        mask: &Tensor,
+        targets_from: usize,
+        keep: &Tensor,
+    ) -> Result<(Tensor, Option<Tensor>), TrainStepError> {
+        let _ = keep;
+        self.token_logprobs_and_entropy(ids, mask, targets_from)
+    }
 }
 
 impl TrainableModel for crate::model::Model {
@@ -80,6 +93,19 @@ impl TrainableModel for crate::model::Model {
     ) -> Result<(Tensor, Option<Tensor>), TrainStepError> {
         let (lp, ent) =
             crate::model::Model::token_logprobs_and_entropy(self, ids, mask, targets_from)
+                .map_err(|e| TrainStepError::Model(e.to_string()))?;
+        Ok((lp, Some(ent)))
+    }
+
+    fn token_logprobs_and_entropy_at(
+        &self,
+        ids: &Tensor,
+        mask: &Tensor,
+        targets_from: usize,
+        keep: &Tensor,
+    ) -> Result<(Tensor, Option<Tensor>), TrainStepError> {
+        let (lp, ent) =
+            crate::model::Model::token_logprobs_and_entropy_at(self, ids, mask, targets_from, keep)
                 .map_err(|e| TrainStepError::Model(e.to_string()))?;
         Ok((lp, Some(ent)))
     }
@@ -359,10 +385,12 @@ impl<M: TrainableModel> TrainStep<M> {
         batch: &TrainBatch,
         normalizer: usize,
     ) -> Result<(Tensor, f64, Option<f64>), TrainStepError> {
-        let (logp, ent) = self.model.token_logprobs_and_entropy(
+        // The loss reads only the trained positions: the head runs only there.
+        let (logp, ent) = self.model.token_logprobs_and_entropy_at(
             &batch.input_ids,
             &batch.attention_mask,
             batch.targets_from,
+            &batch.loss_mask,
         )?;
         let expected = batch.loss_mask.dims();
         if logp.dims() != expected || ent.as_ref().is_some_and(|e| e.dims() != expected) {

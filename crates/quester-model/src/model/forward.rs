@@ -277,6 +277,32 @@ impl Model {
         Ok(self.logprobs(ids, mask, targets_from, false, false)?.0)
     }
 
+    /// [`Model::token_logprobs_and_entropy`] evaluated only where `keep` [B, T - targets_from]
+    /// is non-zero (a loss mask): the output head, the softmax and their backward skip the
+    /// other positions, whose log-prob and entropy are 0. The kept entries equal the unmasked
+    /// call's. A multi-turn sequence's observation tokens after its first answer, and the
+    /// prompt tail of a row whose answer starts later than the batch's first, are such positions.
+    pub fn token_logprobs_and_entropy_at(
+        &self,
+        ids: &Tensor,
+        mask: &Tensor,
+        targets_from: usize,
+        keep: &Tensor,
+    ) -> Result<(Tensor, Tensor)> {
+        let (b, t) = ids.dims2()?;
+        if keep.dims() != [b, t.saturating_sub(targets_from)] {
+            return Err(ModelError::Input(format!(
+                "keep mask has shape {:?}, expected [{b}, {}]",
+                keep.dims(),
+                t.saturating_sub(targets_from)
+            )));
+        }
+        let kept = keep_rows(keep)?;
+        let (lp, ent) = self.logprobs_kept(ids, mask, targets_from, true, true, Some(&kept))?;
+        let ent = ent.ok_or_else(|| ModelError::Input("entropy was not computed".into()))?;
+        Ok((lp, ent))
+    }
+
     fn logprobs(
         &self,
         ids: &Tensor,
@@ -284,6 +310,20 @@ impl Model {
         targets_from: usize,
         grad: bool,
         entropy: bool,
+    ) -> Result<(Tensor, Option<Tensor>)> {
+        self.logprobs_kept(ids, mask, targets_from, grad, entropy, None)
+    }
+
+    /// `kept`: the [B, n] row-major positions (flat `r * n + c`) where the head is evaluated;
+    /// None = all of them.
+    fn logprobs_kept(
+        &self,
+        ids: &Tensor,
+        mask: &Tensor,
+        targets_from: usize,
+        grad: bool,
+        entropy: bool,
+        kept: Option<&[u32]>,
     ) -> Result<(Tensor, Option<Tensor>)> {
         let (b, t, flat) = self.check_ids(ids)?;
         if targets_from == 0 || targets_from >= t {
@@ -293,6 +333,9 @@ impl Model {
         }
         let rows = mask_rows(mask)?;
         let n = t - targets_from;
+        // Nothing kept: evaluate everywhere, so the loss still reaches the trainable variables
+        // (with zero gradient) as it would unmasked.
+        let kept = kept.filter(|k| !k.is_empty());
         // A prefix every row shares runs once; it ends at the latest where the targets begin.
         let host_ids: Vec<Vec<u32>> = flat.chunks(t.max(1)).map(<[u32]>::to_vec).collect();
         let shared = worth_sharing(common_prefix(&host_ids, &rows), targets_from);
@@ -307,26 +350,42 @@ impl Model {
                     shared + r * s + j - shared
                 }
             };
-            let idx: Vec<u32> = (0..b)
-                .flat_map(|r| (targets_from - 1..t - 1).map(move |j| at(r, j) as u32))
-                .collect();
-            h.index_select(&Tensor::from_vec(idx, b * n, self.device())?, 0)?
+            let idx: Vec<u32> = match kept {
+                Some(k) => k
+                    .iter()
+                    .map(|&i| at(i as usize / n, targets_from - 1 + i as usize % n) as u32)
+                    .collect(),
+                None => (0..b)
+                    .flat_map(|r| (targets_from - 1..t - 1).map(move |j| at(r, j) as u32))
+                    .collect(),
+            };
+            let len = idx.len();
+            h.index_select(&Tensor::from_vec(idx, len, self.device())?, 0)?
         } else {
             let pos = positions(&rows, &vec![0; b]);
-            self.hidden(ids, &pos, &rows, None, None, grad)?
+            let h = self
+                .hidden(ids, &pos, &rows, None, None, grad)?
                 .narrow(1, targets_from - 1, n)?
-                .reshape((b * n, self.config.hidden_size))?
+                .reshape((b * n, self.config.hidden_size))?;
+            match kept {
+                Some(k) => h.index_select(&Tensor::from_slice(k, k.len(), self.device())?, 0)?,
+                None => h,
+            }
         };
-        let targets = ids
+        let mut targets = ids
             .to_dtype(DType::U32)?
             .narrow(1, targets_from, n)?
             .flatten_all()?;
+        if let Some(k) = kept {
+            targets = targets.index_select(&Tensor::from_slice(k, k.len(), self.device())?, 0)?;
+        }
+        let m = hsel.dim(0)?;
         // Row chunks bound the size of the [rows, vocab] logits block alive at once in forward.
         let chunk = 256;
         let (mut parts, mut ent_parts) = (Vec::new(), Vec::new());
         let mut start = 0;
-        while start < b * n {
-            let len = chunk.min(b * n - start);
+        while start < m {
+            let len = chunk.min(m - start);
             let logits = self.head_logits(&hsel.narrow(0, start, len)?, grad)?;
             let tg = targets.narrow(0, start, len)?;
             if entropy {
@@ -339,7 +398,19 @@ impl Model {
             }
             start += len;
         }
-        let lp = Tensor::cat(&parts, 0)?.reshape((b, n))?;
+        // Kept rows back to their [B, n] places; the rest stay 0.
+        let place = |v: Tensor| -> Result<Tensor> {
+            let v = match kept {
+                Some(k) => Tensor::zeros(b * n, v.dtype(), self.device())?.index_add(
+                    &Tensor::from_slice(k, k.len(), self.device())?,
+                    &v.contiguous()?,
+                    0,
+                )?,
+                None => v,
+            };
+            Ok(v.reshape((b, n))?)
+        };
+        let lp = place(Tensor::cat(&parts, 0)?)?;
         let tmask = Tensor::from_vec(
             rows.iter()
                 .flat_map(|r| (targets_from..t).map(move |j| (r[j] * r[j - 1]) as f32))
@@ -349,7 +420,7 @@ impl Model {
         )?
         .to_dtype(self.dtype())?;
         let ent = if entropy {
-            Some((Tensor::cat(&ent_parts, 0)?.reshape((b, n))? * &tmask)?)
+            Some((place(Tensor::cat(&ent_parts, 0)?)? * &tmask)?)
         } else {
             None
         };
@@ -433,6 +504,16 @@ impl Model {
             dtype
         }
     }
+}
+
+/// The flat positions `r * n + c` where a [B, n] 0/1 mask is non-zero, in order.
+fn keep_rows(keep: &Tensor) -> Result<Vec<u32>> {
+    let v = keep.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
+    Ok(v.iter()
+        .enumerate()
+        .filter(|(_, &x)| x != 0.0)
+        .map(|(i, _)| i as u32)
+        .collect())
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ mod decode_weights;
 mod default_model;
 mod export_roundtrip;
 mod hf_fixtures;
+mod kept_positions;
 mod optim_adamw;
 mod optim_clip_schedule;
 mod portable_ops;

@@ -46,6 +46,15 @@ impl TrainableModel for PolicyModel {
     ) -> Result<(candle_core::Tensor, Option<candle_core::Tensor>), TrainStepError> {
         TrainableModel::token_logprobs_and_entropy(&self.0, ids, mask, targets_from)
     }
+    fn token_logprobs_and_entropy_at(
+        &self,
+        ids: &candle_core::Tensor,
+        mask: &candle_core::Tensor,
+        targets_from: usize,
+        keep: &candle_core::Tensor,
+    ) -> Result<(candle_core::Tensor, Option<candle_core::Tensor>), TrainStepError> {
+        TrainableModel::token_logprobs_and_entropy_at(&self.0, ids, mask, targets_from, keep)
+    }
 }
 
 /// See the module doc.
