@@ -10,7 +10,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::capture::{Capture, Captured};
-use crate::{landlock, SandboxError};
+use crate::{landlock, seccomp, SandboxError};
 
 /// Open files per process: the interpreter needs a few dozen at most.
 pub(crate) const MAX_OPEN_FILES: u64 = 64;
@@ -191,14 +191,16 @@ fn check(r: libc::c_int) -> io::Result<()> {
 /// Which kernel layers one child gets.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Isolation {
-    /// Namespace flags for clone(2): CLONE_NEWNET, CLONE_NEWPID, CLONE_NEWNS, and CLONE_NEWUSER
-    /// where the caller is not root.
+    /// Namespace flags for clone(2): CLONE_NEWNET, CLONE_NEWPID, CLONE_NEWIPC, CLONE_NEWNS, and
+    /// CLONE_NEWUSER where the caller is not root.
     pub namespaces: libc::c_int,
     /// Mount a /proc of the new pid namespace (needs CLONE_NEWNS and CLONE_NEWPID).
     pub private_proc: bool,
     pub mounts: Option<&'static MountPlan>,
     pub drop_uid: bool,
     pub landlock_abi: Option<u32>,
+    /// The seccomp filter, installed last before exec.
+    pub seccomp: Option<seccomp::Filter>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -352,6 +354,10 @@ impl ChildPlan {
             check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))?;
             if landlock_fd >= 0 {
                 check(libc::syscall(landlock::SYS_RESTRICT_SELF, landlock_fd, 0u32) as _)?;
+            }
+            // Last: the calls above (landlock_restrict_self among them) need not pass it.
+            if let Some(filter) = self.isolation.seccomp {
+                seccomp::install(filter)?;
             }
             // Whatever else the parent left inheritable closes at exec; the error pipe must stay
             // open until then. Old kernels lack close_range; nothing depends on it.

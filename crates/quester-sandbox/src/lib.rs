@@ -15,6 +15,7 @@ mod child;
 mod landlock;
 mod probe;
 mod report;
+mod seccomp;
 
 use std::ffi::OsString;
 use std::path::Path;
