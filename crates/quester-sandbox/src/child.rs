@@ -350,6 +350,12 @@ impl ChildPlan {
                 check(libc::syscall(libc::SYS_setresgid, uid, uid, uid) as _)?;
                 check(libc::syscall(libc::SYS_setresuid, uid, uid, uid) as _)?;
             }
+            // No capabilities: as root without the per-run uid the program would otherwise keep
+            // all of them (CAP_SYS_ADMIN, CAP_SYS_MODULE, CAP_SYS_TIME, CAP_SYS_RESOURCE, ...),
+            // which no namespace here contains (sethostname, settimeofday, raising rlimits).
+            // A uid change has already cleared them; lowering them never fails. With
+            // PR_SET_NO_NEW_PRIVS below, exec cannot give them back, not even to uid 0.
+            drop_capabilities()?;
             // No setuid binary can give privileges back; Landlock needs it too.
             check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))?;
             if landlock_fd >= 0 {
@@ -365,6 +371,41 @@ impl ChildPlan {
             Ok(())
         }
     }
+}
+
+/// Empties the effective, permitted and inheritable sets (the ambient set follows), with a raw
+/// capset(2): async-signal-safe.
+unsafe fn drop_capabilities() -> io::Result<()> {
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: libc::c_int,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    const VERSION_3: u32 = 0x2008_0522; // two Data entries: capabilities 0-31 and 32-63
+    let mut header = Header {
+        version: VERSION_3,
+        pid: 0,
+    };
+    let data = [Data {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    }; 2];
+    // SAFETY: header and data are live locals of the layout capset(2) reads for version 3.
+    check(unsafe {
+        libc::syscall(
+            libc::SYS_capset,
+            std::ptr::from_mut(&mut header),
+            data.as_ptr(),
+        )
+    } as _)
 }
 
 /// Lowers a limit; never asks for more than the current hard limit, which a process without

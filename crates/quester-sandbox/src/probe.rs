@@ -49,7 +49,7 @@ pub struct Protections {
     pub landlock_scopes: bool,
     /// A seccomp filter: socket(2) and socketpair(2) only for AF_INET and AF_INET6 (no Unix
     /// socket, path or abstract, no vsock, netlink or packet socket), no io_uring, no ptrace,
-    /// process_vm_readv/writev or pidfd_getfd; each fails with EPERM.
+    /// process_vm_readv/writev or pidfd_getfd, no keyrings; each fails with EPERM.
     pub seccomp: bool,
     /// The harness's Python-level guards (fork, exec, kill, sockets, ctypes, writes outside).
     pub python_guards: bool,
@@ -94,7 +94,7 @@ impl fmt::Display for Protections {
             on.push(format!("landlock v{abi} ({})", what.join(", ")));
         }
         if self.seccomp {
-            on.push("seccomp (ip sockets only, no io_uring, no ptrace)".into());
+            on.push("seccomp (ip sockets only, no io_uring, ptrace, keyrings)".into());
         }
         if self.python_guards {
             on.push("python guards".into());

@@ -2,8 +2,8 @@
 //! leave open: sockets of families other than IPv4/IPv6 (a Unix socket with a path reaches any
 //! host socket file the program may write to, whatever the network namespace; vsock reaches
 //! the hypervisor), io_uring (its socket and file operations do not pass through the syscalls
-//! this filter sees) and the ptrace family (reading or writing another process's memory or
-//! file descriptors). Refused calls fail with EPERM, so the program sees an ordinary error.
+//! this filter sees), the ptrace family (reading or writing another process's memory or
+//! file descriptors) and the kernel keyrings. Refused calls fail with EPERM, so the program sees an ordinary error.
 //! The filter is built in the parent; the child only installs it, just before exec.
 
 // struct seccomp_data: nr (u32), arch (u32), instruction_pointer (u64), args (6 x u64).
@@ -81,7 +81,8 @@ fn filter() -> Option<Vec<libc::sock_filter>> {
     // kernel without a syscall this filter could check. ptrace, process_vm_* and pidfd_getfd:
     // nothing in Python needs them, and they are how a process reads or takes over another
     // one (Landlock and the per-run uid refuse that for host processes where they are on;
-    // this holds where they are off).
+    // this holds where they are off). The keyrings: per uid, in no namespace used here, so as
+    // root without the per-run uid the program would share root's user keyring.
     let denied = [
         libc::SYS_io_uring_setup,
         libc::SYS_io_uring_enter,
@@ -90,6 +91,9 @@ fn filter() -> Option<Vec<libc::sock_filter>> {
         libc::SYS_process_vm_readv,
         libc::SYS_process_vm_writev,
         libc::SYS_pidfd_getfd,
+        libc::SYS_add_key,
+        libc::SYS_request_key,
+        libc::SYS_keyctl,
     ];
     let mut f = vec![
         load(OFFSET_ARCH),
