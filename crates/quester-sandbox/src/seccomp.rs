@@ -3,8 +3,9 @@
 //! host socket file the program may write to, whatever the network namespace; vsock reaches
 //! the hypervisor), io_uring (its socket and file operations do not pass through the syscalls
 //! this filter sees), the ptrace family (reading or writing another process's memory or
-//! file descriptors) and the kernel keyrings. Refused calls fail with EPERM, so the program sees an ordinary error.
-//! The filter is built in the parent; the child only installs it, just before exec.
+//! file descriptors) and the kernel keyrings. Refused calls fail with EPERM, so the program
+//! sees an ordinary error. The filter is built in the parent; the child only installs it, just
+//! before exec.
 
 // struct seccomp_data: nr (u32), arch (u32), instruction_pointer (u64), args (6 x u64).
 const OFFSET_NR: u32 = 0;
@@ -182,5 +183,64 @@ mod tests {
         }
         let last = f.last().unwrap();
         assert_eq!(u32::from(last.code), libc::BPF_RET | libc::BPF_K);
+    }
+
+    /// Runs the program on one call, as the kernel would (only the instructions it uses).
+    fn verdict(f: &[libc::sock_filter], arch: u32, nr: u32, arg0: u64) -> u32 {
+        let mut data = [0u8; 64];
+        data[0..4].copy_from_slice(&nr.to_le_bytes());
+        data[4..8].copy_from_slice(&arch.to_le_bytes());
+        data[16..24].copy_from_slice(&arg0.to_le_bytes());
+        let (mut pc, mut acc) = (0usize, 0u32);
+        loop {
+            let insn = f[pc];
+            let code = u32::from(insn.code);
+            if code == libc::BPF_LD | libc::BPF_W | libc::BPF_ABS {
+                let at = insn.k as usize;
+                acc = u32::from_le_bytes(data[at..at + 4].try_into().unwrap());
+                pc += 1;
+            } else if code == libc::BPF_RET | libc::BPF_K {
+                return insn.k;
+            } else {
+                let taken = match code {
+                    c if c == libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K => acc == insn.k,
+                    c if c == libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K => acc >= insn.k,
+                    other => panic!("unexpected instruction {other:#x}"),
+                };
+                pc += 1 + usize::from(if taken { insn.jt } else { insn.jf });
+            }
+        }
+    }
+
+    #[test]
+    fn the_program_refuses_what_it_should_and_nothing_else() {
+        let Some(f) = filter() else {
+            return;
+        };
+        let nr = |n: libc::c_long| n as u32;
+        let unix = libc::AF_UNIX as u64;
+        let call = |n, arg0| verdict(&f, AUDIT_ARCH, n, arg0);
+        assert_eq!(call(nr(libc::SYS_socket), unix), RET_EPERM);
+        assert_eq!(call(nr(libc::SYS_socketpair), unix), RET_EPERM);
+        // The kernel reads the family as an int: high bits do not hide AF_UNIX.
+        assert_eq!(call(nr(libc::SYS_socket), unix | 1 << 32), RET_EPERM);
+        assert_eq!(call(nr(libc::SYS_socket), libc::AF_VSOCK as u64), RET_EPERM);
+        assert_eq!(call(nr(libc::SYS_socket), libc::AF_INET as u64), RET_ALLOW);
+        assert_eq!(call(nr(libc::SYS_socket), libc::AF_INET6 as u64), RET_ALLOW);
+        assert_eq!(call(nr(libc::SYS_io_uring_setup), 8), RET_EPERM);
+        assert_eq!(call(nr(libc::SYS_ptrace), 16), RET_EPERM);
+        assert_eq!(call(nr(libc::SYS_keyctl), 0), RET_EPERM);
+        for ok in [
+            libc::SYS_read,
+            libc::SYS_write,
+            libc::SYS_execve,
+            libc::SYS_clone,
+        ] {
+            assert_eq!(call(nr(ok), unix), RET_ALLOW, "syscall {ok}");
+        }
+        // Another ABI is killed: its numbers mean other calls.
+        assert_eq!(verdict(&f, 0x4000_0003, 359, unix), RET_KILL);
+        #[cfg(target_arch = "x86_64")]
+        assert_eq!(call(X32_SYSCALL_BIT | 41, unix), RET_KILL);
     }
 }
