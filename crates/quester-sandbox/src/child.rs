@@ -10,7 +10,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::capture::{Capture, Captured};
-use crate::{landlock, SandboxError};
+use crate::{landlock, seccomp, SandboxError};
 
 /// Open files per process: the interpreter needs a few dozen at most.
 pub(crate) const MAX_OPEN_FILES: u64 = 64;
@@ -191,14 +191,16 @@ fn check(r: libc::c_int) -> io::Result<()> {
 /// Which kernel layers one child gets.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Isolation {
-    /// Namespace flags for clone(2): CLONE_NEWNET, CLONE_NEWPID, CLONE_NEWNS, and CLONE_NEWUSER
-    /// where the caller is not root.
+    /// Namespace flags for clone(2): CLONE_NEWNET, CLONE_NEWPID, CLONE_NEWIPC, CLONE_NEWNS, and
+    /// CLONE_NEWUSER where the caller is not root.
     pub namespaces: libc::c_int,
     /// Mount a /proc of the new pid namespace (needs CLONE_NEWNS and CLONE_NEWPID).
     pub private_proc: bool,
     pub mounts: Option<&'static MountPlan>,
     pub drop_uid: bool,
     pub landlock_abi: Option<u32>,
+    /// The seccomp filter, installed last before exec.
+    pub seccomp: Option<seccomp::Filter>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -348,10 +350,20 @@ impl ChildPlan {
                 check(libc::syscall(libc::SYS_setresgid, uid, uid, uid) as _)?;
                 check(libc::syscall(libc::SYS_setresuid, uid, uid, uid) as _)?;
             }
+            // No capabilities: as root without the per-run uid the program would otherwise keep
+            // all of them (CAP_SYS_ADMIN, CAP_SYS_MODULE, CAP_SYS_TIME, CAP_SYS_RESOURCE, ...),
+            // which no namespace here contains (sethostname, settimeofday, raising rlimits).
+            // A uid change has already cleared them; lowering them never fails. With
+            // PR_SET_NO_NEW_PRIVS below, exec cannot give them back, not even to uid 0.
+            drop_capabilities()?;
             // No setuid binary can give privileges back; Landlock needs it too.
             check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))?;
             if landlock_fd >= 0 {
                 check(libc::syscall(landlock::SYS_RESTRICT_SELF, landlock_fd, 0u32) as _)?;
+            }
+            // Last: the calls above (landlock_restrict_self among them) need not pass it.
+            if let Some(filter) = self.isolation.seccomp {
+                seccomp::install(filter)?;
             }
             // Whatever else the parent left inheritable closes at exec; the error pipe must stay
             // open until then. Old kernels lack close_range; nothing depends on it.
@@ -359,6 +371,41 @@ impl ChildPlan {
             Ok(())
         }
     }
+}
+
+/// Empties the effective, permitted and inheritable sets (the ambient set follows), with a raw
+/// capset(2): async-signal-safe.
+unsafe fn drop_capabilities() -> io::Result<()> {
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: libc::c_int,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    const VERSION_3: u32 = 0x2008_0522; // two Data entries: capabilities 0-31 and 32-63
+    let mut header = Header {
+        version: VERSION_3,
+        pid: 0,
+    };
+    let data = [Data {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    }; 2];
+    // SAFETY: header and data are live locals of the layout capset(2) reads for version 3.
+    check(unsafe {
+        libc::syscall(
+            libc::SYS_capset,
+            std::ptr::from_mut(&mut header),
+            data.as_ptr(),
+        )
+    } as _)
 }
 
 /// Lowers a limit; never asks for more than the current hard limit, which a process without

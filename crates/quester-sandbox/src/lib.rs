@@ -7,14 +7,16 @@
 //!
 //! The layers (each probed once per process, each used only where it works; see
 //! [`Protections`] and docs/sandbox.md): own session and process group killed whole at the end,
-//! rlimits, network and pid namespaces, a per-run uid when running as root, Landlock, and
-//! Python-level guards in the harness.
+//! rlimits, network, pid and IPC namespaces, a per-run uid when running as root, no
+//! capabilities, Landlock, a seccomp filter (IP sockets only, no io_uring, ptrace or keyrings),
+//! and Python-level guards in the harness.
 
 mod capture;
 mod child;
 mod landlock;
 mod probe;
 mod report;
+mod seccomp;
 
 use std::ffi::OsString;
 use std::path::Path;

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::child::{self, Isolation, MountPlan};
-use crate::{landlock, Limits, SandboxError};
+use crate::{landlock, seccomp, Limits, SandboxError};
 
 /// Which protection layers a `Sandbox` uses (see docs/sandbox.md for what each one does).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -28,6 +28,9 @@ pub struct Protections {
     pub pid_namespace: bool,
     /// A /proc of that pid namespace: the sandbox sees only its own processes.
     pub private_proc: bool,
+    /// A new IPC namespace: the host's SysV shared memory, semaphores and message queues and
+    /// its POSIX message queues are out of reach.
+    pub ipc_namespace: bool,
     /// The namespaces sit in a new user namespace (how a non-root caller gets them).
     pub user_namespace: bool,
     /// Root only: every run as a uid and gid of its own (so RLIMIT_NPROC and file permissions
@@ -44,6 +47,10 @@ pub struct Protections {
     pub landlock_net: bool,
     /// Landlock ABI 6+: signals and abstract unix sockets scoped to the sandbox.
     pub landlock_scopes: bool,
+    /// A seccomp filter: socket(2) and socketpair(2) only for AF_INET and AF_INET6 (no Unix
+    /// socket, path or abstract, no vsock, netlink or packet socket), no io_uring, no ptrace,
+    /// process_vm_readv/writev or pidfd_getfd, no keyrings; each fails with EPERM.
+    pub seccomp: bool,
     /// The harness's Python-level guards (fork, exec, kill, sockets, ctypes, writes outside).
     pub python_guards: bool,
     /// Why a layer is off.
@@ -62,6 +69,9 @@ impl fmt::Display for Protections {
             } else {
                 "pid namespace".into()
             });
+        }
+        if self.ipc_namespace {
+            on.push("ipc namespace".into());
         }
         if self.user_namespace {
             on.push("user namespace".into());
@@ -82,6 +92,9 @@ impl fmt::Display for Protections {
                 what.push("signals, abstract sockets");
             }
             on.push(format!("landlock v{abi} ({})", what.join(", ")));
+        }
+        if self.seccomp {
+            on.push("seccomp (ip sockets only, no io_uring, ptrace, keyrings)".into());
         }
         if self.python_guards {
             on.push("python guards".into());
@@ -105,8 +118,10 @@ impl fmt::Display for Protections {
 pub struct Layers {
     pub network_namespace: bool,
     pub pid_namespace: bool,
+    pub ipc_namespace: bool,
     pub uid_drop: bool,
     pub landlock: bool,
+    pub seccomp: bool,
 }
 
 impl Default for Layers {
@@ -114,8 +129,10 @@ impl Default for Layers {
         Layers {
             network_namespace: true,
             pid_namespace: true,
+            ipc_namespace: true,
             uid_drop: true,
             landlock: true,
+            seccomp: true,
         }
     }
 }
@@ -131,9 +148,11 @@ pub(crate) struct Probe {
     pub netns: bool,
     pub pidns: bool,
     pub private_proc: bool,
+    pub ipcns: bool,
     pub uid_drop: bool,
     pub mounts: Option<&'static MountPlan>,
     pub landlock_abi: Option<u32>,
+    pub seccomp: Option<seccomp::Filter>,
     pub notes: Vec<String>,
 }
 
@@ -158,6 +177,9 @@ impl Probe {
         if pid {
             ns |= libc::CLONE_NEWPID;
         }
+        if self.ipcns && layers.ipc_namespace {
+            ns |= libc::CLONE_NEWIPC;
+        }
         let private_proc = pid && self.private_proc;
         if mounts.is_some() || private_proc {
             ns |= libc::CLONE_NEWNS;
@@ -172,6 +194,7 @@ impl Probe {
             } else {
                 None
             },
+            seccomp: if layers.seccomp { self.seccomp } else { None },
         }
     }
 
@@ -182,8 +205,10 @@ impl Probe {
         let unrequested = [
             (layers.network_namespace, self.netns, "network namespace"),
             (layers.pid_namespace, self.pidns, "pid namespace"),
+            (layers.ipc_namespace, self.ipcns, "ipc namespace"),
             (layers.uid_drop, self.uid_drop, "uid drop"),
             (layers.landlock, self.landlock_abi.is_some(), "landlock"),
+            (layers.seccomp, self.seccomp.is_some(), "seccomp"),
         ];
         for (wanted, works, name) in unrequested {
             if works && !wanted {
@@ -198,6 +223,7 @@ impl Probe {
             network_namespace: iso.namespaces & libc::CLONE_NEWNET != 0,
             pid_namespace: iso.namespaces & libc::CLONE_NEWPID != 0,
             private_proc: iso.private_proc,
+            ipc_namespace: iso.namespaces & libc::CLONE_NEWIPC != 0,
             user_namespace: iso.namespaces & libc::CLONE_NEWUSER != 0,
             uid_drop: iso.drop_uid,
             private_mounts: iso.mounts.is_some(),
@@ -205,6 +231,7 @@ impl Probe {
             landlock_fs: iso.landlock_abi.is_some(),
             landlock_net: cover.as_ref().is_some_and(|c| c.net),
             landlock_scopes: cover.as_ref().is_some_and(|c| c.scopes),
+            seccomp: iso.seccomp.is_some(),
             python_guards: true,
             notes,
         }
@@ -510,6 +537,51 @@ fn detect() -> Result<Probe, SandboxError> {
         notes.push("landlock: not offered by this kernel".into());
     }
 
+    // The IPC namespace: the child's own differs from ours.
+    let ipcns = match std::fs::read_link("/proc/self/ns/ipc") {
+        Ok(host) => {
+            let code = format!(
+                "import os, sys\nsys.exit(0 if os.readlink('/proc/self/ns/ipc') != {:?} else 5)\n",
+                host.to_string_lossy()
+            );
+            let iso = Isolation {
+                namespaces: ns(libc::CLONE_NEWIPC),
+                ..Isolation::default()
+            };
+            match try_code(&interpreter, iso, &code) {
+                Ok(()) => true,
+                Err(e) => {
+                    notes.push(format!("ipc namespace: {e}"));
+                    false
+                }
+            }
+        }
+        Err(e) => {
+            notes.push(format!("ipc namespace: cannot read /proc/self/ns/ipc: {e}"));
+            false
+        }
+    };
+
+    // The seccomp filter: a Unix socket is refused with EPERM, an IPv4 one is not.
+    let mut seccomp = seccomp::program();
+    if let Some(filter) = seccomp {
+        const REFUSED: &str = "import _socket, sys\n\
+            try:\n    _socket.socket(_socket.AF_UNIX, _socket.SOCK_DGRAM)\n\
+            except PermissionError:\n    pass\n\
+            else:\n    sys.exit(5)\n\
+            _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM).close()\n";
+        let iso = Isolation {
+            seccomp: Some(filter),
+            ..Isolation::default()
+        };
+        if let Err(e) = try_code(&interpreter, iso, REFUSED) {
+            notes.push(format!("seccomp: {e}"));
+            seccomp = None;
+        }
+    } else {
+        notes.push("seccomp: no filter for this architecture".into());
+    }
+
     let mut probe = Probe {
         interpreter,
         version,
@@ -518,9 +590,11 @@ fn detect() -> Result<Probe, SandboxError> {
         netns,
         pidns,
         private_proc,
+        ipcns,
         uid_drop,
         mounts,
         landlock_abi,
+        seccomp,
         notes,
     };
     // All the layers that work alone, together, through the real harness; where that fails,
@@ -534,6 +608,10 @@ fn detect() -> Result<Probe, SandboxError> {
             probe
                 .notes
                 .push(format!("landlock: fails with the other layers: {e}"));
+        } else if probe.seccomp.take().is_some() {
+            probe
+                .notes
+                .push(format!("seccomp: fails with the other layers: {e}"));
         } else if probe.uid_drop {
             probe.uid_drop = false;
             probe.mounts = None;
@@ -550,6 +628,11 @@ fn detect() -> Result<Probe, SandboxError> {
             probe
                 .notes
                 .push(format!("pid namespace: fails with the other layers: {e}"));
+        } else if probe.ipcns {
+            probe.ipcns = false;
+            probe
+                .notes
+                .push(format!("ipc namespace: fails with the other layers: {e}"));
         } else if probe.netns {
             probe.netns = false;
             probe.notes.push(format!(

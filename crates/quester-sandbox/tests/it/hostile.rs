@@ -53,6 +53,8 @@ fn protections_are_reported() {
         // SAFETY: geteuid takes no arguments and cannot fail.
         p.uid_drop || unsafe { libc::geteuid() } != 0,
         p.landlock_fs,
+        p.ipc_namespace,
+        p.seccomp,
     ]
     .iter()
     .filter(|on| !**on)
@@ -457,8 +459,10 @@ fn the_always_on_layers_alone_still_end_everything() {
     let layers = Layers {
         network_namespace: false,
         pid_namespace: false,
+        ipc_namespace: false,
         uid_drop: false,
         landlock: false,
+        seccomp: false,
     };
     let sb = Sandbox::with_layers(quick_limits(), layers).expect("sandbox");
     eprintln!("protections: {}", sb.protections());

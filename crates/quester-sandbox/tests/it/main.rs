@@ -6,3 +6,4 @@ mod common;
 mod harness;
 mod hostile;
 mod humaneval;
+mod ipc;
