@@ -249,7 +249,9 @@ impl Model {
         mask: &Tensor,
         targets_from: usize,
     ) -> Result<Tensor> {
-        Ok(self.logprobs(ids, mask, targets_from, true, false)?.0)
+        Ok(self
+            .logprobs_kept(ids, mask, targets_from, true, false, None)?
+            .0)
     }
 
     /// [`Model::token_logprobs`] and, at the same positions, the entropy (nats) of the predicted
@@ -261,7 +263,7 @@ impl Model {
         mask: &Tensor,
         targets_from: usize,
     ) -> Result<(Tensor, Tensor)> {
-        let (lp, ent) = self.logprobs(ids, mask, targets_from, true, true)?;
+        let (lp, ent) = self.logprobs_kept(ids, mask, targets_from, true, true, None)?;
         let ent = ent.ok_or_else(|| ModelError::Input("entropy was not computed".into()))?;
         Ok((lp, ent))
     }
@@ -274,7 +276,9 @@ impl Model {
         mask: &Tensor,
         targets_from: usize,
     ) -> Result<Tensor> {
-        Ok(self.logprobs(ids, mask, targets_from, false, false)?.0)
+        Ok(self
+            .logprobs_kept(ids, mask, targets_from, false, false, None)?
+            .0)
     }
 
     /// [`Model::token_logprobs_and_entropy`] evaluated only where `keep` [B, T - targets_from]
@@ -303,17 +307,6 @@ impl Model {
         Ok((lp, ent))
     }
 
-    fn logprobs(
-        &self,
-        ids: &Tensor,
-        mask: &Tensor,
-        targets_from: usize,
-        grad: bool,
-        entropy: bool,
-    ) -> Result<(Tensor, Option<Tensor>)> {
-        self.logprobs_kept(ids, mask, targets_from, grad, entropy, None)
-    }
-
     /// `kept`: the [B, n] row-major positions (flat `r * n + c`) where the head is evaluated;
     /// None = all of them.
     fn logprobs_kept(
@@ -336,6 +329,9 @@ impl Model {
         // Nothing kept: evaluate everywhere, so the loss still reaches the trainable variables
         // (with zero gradient) as it would unmasked.
         let kept = kept.filter(|k| !k.is_empty());
+        let kept_idx = kept
+            .map(|k| Tensor::from_slice(k, k.len(), self.device()))
+            .transpose()?;
         // A prefix every row shares runs once; it ends at the latest where the targets begin.
         let host_ids: Vec<Vec<u32>> = flat.chunks(t.max(1)).map(<[u32]>::to_vec).collect();
         let shared = worth_sharing(common_prefix(&host_ids, &rows), targets_from);
@@ -367,8 +363,8 @@ impl Model {
                 .hidden(ids, &pos, &rows, None, None, grad)?
                 .narrow(1, targets_from - 1, n)?
                 .reshape((b * n, self.config.hidden_size))?;
-            match kept {
-                Some(k) => h.index_select(&Tensor::from_slice(k, k.len(), self.device())?, 0)?,
+            match &kept_idx {
+                Some(idx) => h.index_select(idx, 0)?,
                 None => h,
             }
         };
@@ -376,8 +372,8 @@ impl Model {
             .to_dtype(DType::U32)?
             .narrow(1, targets_from, n)?
             .flatten_all()?;
-        if let Some(k) = kept {
-            targets = targets.index_select(&Tensor::from_slice(k, k.len(), self.device())?, 0)?;
+        if let Some(idx) = &kept_idx {
+            targets = targets.index_select(idx, 0)?;
         }
         let m = hsel.dim(0)?;
         // Row chunks bound the size of the [rows, vocab] logits block alive at once in forward.
@@ -400,9 +396,9 @@ impl Model {
         }
         // Kept rows back to their [B, n] places; the rest stay 0.
         let place = |v: Tensor| -> Result<Tensor> {
-            let v = match kept {
-                Some(k) => Tensor::zeros(b * n, v.dtype(), self.device())?.index_add(
-                    &Tensor::from_slice(k, k.len(), self.device())?,
+            let v = match &kept_idx {
+                Some(idx) => Tensor::zeros(b * n, v.dtype(), self.device())?.index_add(
+                    idx,
                     &v.contiguous()?,
                     0,
                 )?,
