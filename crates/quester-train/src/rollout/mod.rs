@@ -21,6 +21,10 @@ use crate::rng::derive;
 use crate::sample::OldLogprobs;
 use crate::sample::{AttemptOutcome, Sample, SampleKind, SampleRole, Trial, REFLECT_ANCHOR};
 
+/// A long rollout (an evaluation, a big step) logs a progress line at most this often, so a
+/// piped run is not silent for minutes.
+const PROGRESS_LOG_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// How trials are played.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RolloutSpec {
@@ -318,6 +322,9 @@ pub fn run_trials_with(
     progress: Option<&ProgressBar>,
     hook: Option<&TurnHook<'_>>,
 ) -> Result<Vec<Trial>, TrainError> {
+    let started = std::time::Instant::now();
+    let mut last_log = started;
+    let mut round = 0usize;
     let mut running = Vec::with_capacity(requests.len());
     for req in requests {
         let mut env = make_env(&req.env_settings)?;
@@ -514,6 +521,16 @@ pub fn run_trials_with(
         }
         if let Some(pb) = progress {
             pb.inc(active.len() as u64);
+        }
+        round += 1;
+        if last_log.elapsed() >= PROGRESS_LOG_EVERY {
+            last_log = std::time::Instant::now();
+            let done = running.iter().filter(|r| r.phase == Phase::Done).count();
+            tracing::info!(
+                "rollout: round {round}, {done}/{} trials done, {:.0} s",
+                running.len(),
+                started.elapsed().as_secs_f64()
+            );
         }
     }
     Ok(running
