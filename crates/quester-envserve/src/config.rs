@@ -1,0 +1,36 @@
+//! What `quester env serve` is asked to serve, and how.
+
+use crate::session::EnvTemplate;
+
+/// OpenEnv's server modes: simulation has the stateless HTTP `/reset`, `/step`, `/state` (for
+/// tests and demos); production leaves them out, so episodes go only through `/ws`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    #[default]
+    Simulation,
+    Production,
+}
+
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub env: EnvTemplate,
+    /// Live WebSocket sessions at most; one more gets `CAPACITY_REACHED`.
+    pub max_sessions: usize,
+    /// Longest client message (bytes) that is read; a longer one gets an error reply.
+    pub max_message_bytes: usize,
+    pub mode: Mode,
+}
+
+impl ServerConfig {
+    pub fn new(env: &str, settings: toml::Table) -> ServerConfig {
+        ServerConfig {
+            env: EnvTemplate {
+                name: env.to_string(),
+                settings,
+            },
+            max_sessions: 64,
+            max_message_bytes: 1 << 20,
+            mode: Mode::Simulation,
+        }
+    }
+}

@@ -1,0 +1,22 @@
+//! quester's environments over OpenEnv's wire protocol (spec version 1, as `openenv` 0.10.0
+//! speaks it), so that Python RL trainers (TRL, SkyRL, ART) can play them: a stateful
+//! WebSocket session per connection on `/ws`, OpenEnv's stateless HTTP `/reset`, `/step`,
+//! `/state`, and `/health`, `/metadata`, `/schema`, `/openapi.json`, `/mcp` (no tools yet).
+//! `docs/env-server.md` describes the protocol subset.
+
+mod capacity;
+pub mod config;
+pub mod error;
+mod http;
+mod mcp;
+pub mod observation;
+pub mod schema;
+mod server;
+pub mod session;
+pub mod wire;
+mod ws;
+
+pub use config::{Mode, ServerConfig};
+pub use error::{ErrorCode, RequestError, ServeError};
+pub use server::Server;
+pub use session::{EnvTemplate, Session};
