@@ -1,4 +1,5 @@
-//! `quester env run` (replay responses, print JSON lines) and `quester env solve` (Sokoban levels).
+//! `quester env run` (replay responses, print JSON lines), `quester env solve` (Sokoban levels)
+//! and `quester env serve` (OpenEnv's protocol, in cmd_env_serve.rs).
 
 use crate::cmd_play::build_env;
 use anyhow::Context;
@@ -12,6 +13,9 @@ pub enum EnvCommand {
     Run(RunArgs),
     /// Solve a Sokoban level file: solvable?, optimal number of moves, one optimal move list.
     Solve(SolveArgs),
+    /// Serve an env over OpenEnv's protocol (WebSocket sessions on /ws, HTTP /reset /step
+    /// /state /health /metadata /schema) for Python trainers.
+    Serve(crate::cmd_env_serve::ServeArgs),
 }
 
 #[derive(clap::Args)]
@@ -46,6 +50,7 @@ pub fn run(cmd: EnvCommand) -> anyhow::Result<()> {
     match cmd {
         EnvCommand::Run(args) => run_replay(args),
         EnvCommand::Solve(args) => run_solve(args),
+        EnvCommand::Serve(args) => crate::cmd_env_serve::serve(args),
     }
 }
 

@@ -1,6 +1,7 @@
 //! `quester`: train, evaluate, export, play an environment by hand, benchmark, report.
 
 mod cmd_env;
+mod cmd_env_serve;
 mod cmd_experiment;
 mod cmd_export;
 mod cmd_gpu_check;
@@ -75,6 +76,8 @@ fn main() -> std::process::ExitCode {
         // requests between batches, and a worker blocked there could starve other users of
         // the pool (in-process servers in tests).
         Command::Serve(args) => cmd_serve::serve(args),
+        // The env server's runtime threads wait on sockets: none belongs on the pool.
+        Command::Env(cmd_env::EnvCommand::Serve(args)) => cmd_env_serve::serve(args),
         // Every other command computes on the calling thread: run it on a rayon worker, so the
         // kernels' parallel ops do not put it to sleep and wake it again each time.
         command => quester_model::threads::on_rayon_worker(|| run(command)),

@@ -4,6 +4,7 @@
 //! `/state`, and `/health`, `/metadata`, `/schema`, `/openapi.json`, `/mcp` (no tools yet).
 //! `docs/env-server.md` describes the protocol subset.
 
+mod blocking;
 mod capacity;
 pub mod config;
 pub mod error;
@@ -16,6 +17,7 @@ pub mod session;
 pub mod wire;
 mod ws;
 
+pub use blocking::serve_until_signal;
 pub use config::{Mode, ServerConfig};
 pub use error::{ErrorCode, RequestError, ServeError};
 pub use server::Server;

@@ -1,0 +1,38 @@
+//! `quester env serve`: an env over OpenEnv's protocol (the quester-envserve crate).
+
+use anyhow::Context;
+use quester_envserve::{Mode, ServerConfig};
+
+#[derive(clap::Args)]
+pub struct ServeArgs {
+    /// Environment name.
+    pub env: String,
+    /// Environment config overrides, e.g. --set num_boxes=2.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub overrides: Vec<String>,
+    /// Address to listen on (port 0: any free port; the log names it).
+    #[arg(long, default_value = "127.0.0.1:8000")]
+    pub addr: String,
+    /// Live WebSocket sessions at most; one more is refused with CAPACITY_REACHED.
+    #[arg(long, default_value_t = 64)]
+    pub max_sessions: usize,
+    /// Longest client message in bytes; a longer one gets an error reply.
+    #[arg(long, default_value_t = 1 << 20)]
+    pub max_message_bytes: usize,
+    /// OpenEnv's production mode: no HTTP /reset, /step, /state (episodes only over /ws).
+    #[arg(long)]
+    pub production: bool,
+}
+
+pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let mut settings = toml::Table::new();
+    quester_config::apply_overrides(&mut settings, &args.overrides).context("--set overrides")?;
+    let mut config = ServerConfig::new(&args.env, settings);
+    config.max_sessions = args.max_sessions;
+    config.max_message_bytes = args.max_message_bytes;
+    if args.production {
+        config.mode = Mode::Production;
+    }
+    quester_envserve::serve_until_signal(config, &args.addr)
+        .with_context(|| format!("serving env `{}`", args.env))
+}

@@ -1,0 +1,161 @@
+"""`quester env serve` spoken to by OpenEnv's own client (openenv 0.10.0).
+
+Needs QUESTER_BIN (the quester binary); scripts/openenv-client-test.sh sets it up. Each
+episode is checked against `quester env run` with the same seed and responses.
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import requests
+from openenv import GenericEnvClient
+
+QUESTER = os.environ.get("QUESTER_BIN", "quester")
+OPENENV = str(Path(sys.executable).with_name("openenv"))
+
+
+@pytest.fixture
+def serve(tmp_path):
+    """Starts `quester env serve ENV` on a free port; yields (base_url, log path)."""
+    procs = []
+
+    def start(env, *args):
+        log = tmp_path / f"serve-{env}-{len(procs)}.log"
+        with open(log, "w") as f:
+            proc = subprocess.Popen(
+                [QUESTER, "env", "serve", env, "--addr", "127.0.0.1:0", *args],
+                stdout=f,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, "NO_COLOR": "1"},
+            )
+        procs.append(proc)
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            match = re.search(r"on (http://127\.0\.0\.1:\d+)", log.read_text())
+            if match:
+                return match.group(1)
+            assert proc.poll() is None, log.read_text()
+            time.sleep(0.05)
+        raise AssertionError(f"server did not log its address: {log.read_text()}")
+
+    yield start
+    for proc in procs:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def env_run(env, seed, responses, tmp_path):
+    """`quester env run`'s JSON lines for these responses (line 0: the first observation)."""
+    actions = tmp_path / "actions.jsonl"
+    actions.write_text("".join(json.dumps(r) + "\n" for r in responses))
+    out = subprocess.run(
+        [QUESTER, "env", "run", env, "--seed", str(seed), "--actions", str(actions),
+         "--json-strings"],
+        check=True, capture_output=True, text=True,
+    ).stdout
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def play(url, seed, choose):
+    """Plays one episode with OpenEnv's generic client; `choose(observation)` gives each
+    response. Returns the first observation, [(response, StepResult)], the final state."""
+    with GenericEnvClient(base_url=url).sync() as client:
+        first = client.reset(seed=seed)
+        assert first.done is False and first.reward is None
+        steps = []
+        obs = first.observation
+        for _ in range(100):
+            response = choose(obs)
+            result = client.step({"message": response})
+            steps.append((response, result))
+            obs = result.observation
+            if result.done:
+                break
+        return first, steps, client.state()
+
+
+def check_against_env_run(env, seed, first, steps, state, tmp_path):
+    rows = env_run(env, seed, [r for r, _ in steps], tmp_path)
+    assert first.observation["text"] == rows[0]["observation"]
+    assert len(rows) == len(steps) + 1
+    for (response, result), row in zip(steps, rows[1:]):
+        assert result.observation["text"] == row["observation"], response
+        assert result.reward == row["reward"]
+        assert result.done == row["done"]
+        assert result.metadata["won"] == row["won"]
+        assert result.metadata["valid"] == row["valid"]
+        assert result.metadata["info"] == row["info"]
+    assert steps[-1][1].done
+    assert state["step_count"] == len(steps)
+    assert state["done"] is True
+
+
+def test_a_sokoban_episode_matches_env_run(serve, tmp_path):
+    url = serve("sokoban")
+    moves = ["<action>up</action>", "<action>left</action>", "I am not sure.",
+             "<action>down</action>", "<action>right</action>"]
+    count = iter(range(10**6))
+    first, steps, state = play(url, 7, lambda obs: moves[next(count) % len(moves)])
+    check_against_env_run("sokoban", 7, first, steps, state, tmp_path)
+
+
+def test_a_tictactoe_episode_from_the_listed_actions_matches_env_run(serve, tmp_path):
+    url = serve("tictactoe")
+
+    def choose(obs):
+        listed = obs["valid_actions"]
+        assert listed, obs
+        action = listed[-1]
+        return action if "<action>" in action else f"<action>{action}</action>"
+
+    first, steps, state = play(url, 3, choose)
+    check_against_env_run("tictactoe", 3, first, steps, state, tmp_path)
+
+
+def test_errors_reach_the_client_and_capacity_refuses(serve):
+    url = serve("sokoban", "--max-sessions", "1")
+    with GenericEnvClient(base_url=url).sync() as client:
+        with pytest.raises(RuntimeError, match="EXECUTION_ERROR"):
+            client.step({"message": "<action>up</action>"})  # before any reset
+        with pytest.raises(RuntimeError, match="VALIDATION_ERROR"):
+            client.step({"message": 5})
+        client.reset(seed=1)
+        with GenericEnvClient(base_url=url).sync() as second:
+            with pytest.raises(RuntimeError, match="CAPACITY_REACHED"):
+                second.reset(seed=2)
+        assert client.step({"message": "<action>up</action>"}).metadata["step_count"] == 1
+
+
+def test_openenv_validate_passes(serve, tmp_path):
+    url = serve("sokoban")
+    report = tmp_path / "validate.json"
+    proc = subprocess.run(
+        [OPENENV, "validate", "--url", url, "--json", "--output", str(report)],
+        capture_output=True, text=True,
+    )
+    data = json.loads(report.read_text())
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert data["passed"] is True, data
+    assert data["mode"] == "simulation"
+    assert data["standard_profile"] == "openenv-http/1.x"
+    # The stateless HTTP endpoints answer too.
+    r = requests.post(f"{url}/reset", json={"seed": 7}, timeout=10)
+    assert r.status_code == 200 and r.json()["done"] is False
+
+
+def test_openenv_validate_passes_in_production_mode(serve, tmp_path):
+    url = serve("tictactoe", "--production")
+    report = tmp_path / "validate.json"
+    proc = subprocess.run(
+        [OPENENV, "validate", "--url", url, "--json", "--output", str(report)],
+        capture_output=True, text=True,
+    )
+    data = json.loads(report.read_text())
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert data["passed"] is True and data["mode"] == "production", data
