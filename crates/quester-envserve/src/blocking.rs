@@ -14,7 +14,9 @@ pub fn serve_until_signal(config: ServerConfig, addr: &str) -> Result<(), ServeE
         let env = config.env.name.clone();
         let server = Server::bind(config, addr).await?;
         let local = server.local_addr()?;
-        tracing::info!("serving env `{env}` (OpenEnv protocol) on http://{local}, sessions on ws://{local}/ws");
+        tracing::info!(
+            "serving env `{env}` (OpenEnv protocol) on http://{local}, sessions on ws://{local}/ws"
+        );
         server.run(shutdown_signal()).await
     })
 }

@@ -2,6 +2,7 @@
 
 mod common;
 mod env;
+mod env_serve;
 mod export;
 mod gpu_check;
 mod ifeval;

@@ -3,7 +3,6 @@
 use crate::common::*;
 use futures_util::SinkExt;
 use quester_envserve::ServerConfig;
-use serde_json::json;
 use tokio_tungstenite::tungstenite::Message;
 
 fn config() -> ServerConfig {
@@ -20,13 +19,28 @@ async fn each_bad_message_gets_its_code_and_the_session_survives() {
         (r#"{"type":"mcp","data":{}}"#.into(), "UNKNOWN_TYPE"),
         (r#"{"data":{}}"#.into(), "UNKNOWN_TYPE"),
         ("[1,2,3]".into(), "VALIDATION_ERROR"),
-        (r#"{"type":"step","data":{"message":42}}"#.into(), "VALIDATION_ERROR"),
-        (r#"{"type":"step","data":{"message":null}}"#.into(), "VALIDATION_ERROR"),
-        (r#"{"type":"step","data":"<action>1</action>"}"#.into(), "VALIDATION_ERROR"),
+        (
+            r#"{"type":"step","data":{"message":42}}"#.into(),
+            "VALIDATION_ERROR",
+        ),
+        (
+            r#"{"type":"step","data":{"message":null}}"#.into(),
+            "VALIDATION_ERROR",
+        ),
+        (
+            r#"{"type":"step","data":"<action>1</action>"}"#.into(),
+            "VALIDATION_ERROR",
+        ),
         (r#"{"type":"step"}"#.into(), "VALIDATION_ERROR"),
-        (r#"{"type":"reset","data":{"seed":"seven"}}"#.into(), "VALIDATION_ERROR"),
+        (
+            r#"{"type":"reset","data":{"seed":"seven"}}"#.into(),
+            "VALIDATION_ERROR",
+        ),
         // Step before any reset.
-        (r#"{"type":"step","data":{"message":"<action>1</action>"}}"#.into(), "EXECUTION_ERROR"),
+        (
+            r#"{"type":"step","data":{"message":"<action>1</action>"}}"#.into(),
+            "EXECUTION_ERROR",
+        ),
     ];
     for (msg, code) in &cases {
         send_text(&mut ws, msg.clone()).await;
@@ -38,7 +52,10 @@ async fn each_bad_message_gets_its_code_and_the_session_survives() {
     let huge = "x".repeat(10 << 20);
     let r = step(&mut ws, &huge).await;
     assert_eq!(error_code(&r), "VALIDATION_ERROR");
-    assert!(r["data"]["message"].as_str().unwrap().contains("limit"), "{r}");
+    assert!(
+        r["data"]["message"].as_str().unwrap().contains("limit"),
+        "{r}"
+    );
     // A binary frame.
     ws.send(Message::binary(b"{}".to_vec())).await.unwrap();
     assert_eq!(error_code(&recv(&mut ws).await), "VALIDATION_ERROR");
@@ -60,9 +77,25 @@ async fn a_message_beyond_the_transport_limit_ends_only_its_own_session() {
     let mut ws = connect(addr).await;
     // 16x the limit is read and refused politely; far beyond it the connection is dropped.
     let _ = ws
-        .send(Message::text(format!(r#"{{"type":"step","data":{{"message":"{}"}}}}"#, "x".repeat(1 << 20))))
+        .send(Message::text(format!(
+            r#"{{"type":"step","data":{{"message":"{}"}}}}"#,
+            "x".repeat(1 << 20)
+        )))
         .await;
-    drop(ws);
+    // The server ends that connection (saying why if the client still reads).
+    loop {
+        let next = tokio::time::timeout(REPLY_TIMEOUT, futures_util::StreamExt::next(&mut ws))
+            .await
+            .expect("closed in time");
+        match next {
+            Some(Ok(Message::Text(t))) => {
+                let r: serde_json::Value = serde_json::from_str(t.as_str()).unwrap();
+                assert_eq!(error_code(&r), "SESSION_ERROR");
+            }
+            Some(Ok(Message::Close(_)) | Err(_)) | None => break,
+            Some(Ok(other)) => panic!("unexpected {other:?}"),
+        }
+    }
     // The server and the other session carry on.
     play_and_compare(&mut other, "tictactoe", 6).await;
     let mut fresh = connect(addr).await;

@@ -52,7 +52,11 @@ async fn a_client_vanishing_mid_step_frees_its_env() {
     let addr = start(config(1)).await;
     let mut ws = connect(addr).await;
     reset(&mut ws, 3).await;
-    send_text(&mut ws, r#"{"type":"step","data":{"message":"<action>up</action>"}}"#.into()).await;
+    send_text(
+        &mut ws,
+        r#"{"type":"step","data":{"message":"<action>up</action>"}}"#.into(),
+    )
+    .await;
     drop(ws);
     let mut next = connect_when_free(addr).await;
     play_and_compare(&mut next, "sokoban", 3).await;

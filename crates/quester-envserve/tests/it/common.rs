@@ -102,7 +102,10 @@ pub fn reference_play(env: &str, seed: u64) -> (String, Vec<RefStep>) {
         if done {
             break;
         }
-        let action = e.expert_action(&mut rng).expect("an expert").expect("expert move");
+        let action = e
+            .expert_action(&mut rng)
+            .expect("an expert")
+            .expect("expert move");
         response = answer.write(&action);
     }
     (first, steps)
@@ -111,7 +114,12 @@ pub fn reference_play(env: &str, seed: u64) -> (String, Vec<RefStep>) {
 /// Plays the reference responses over `ws` and checks every reply against the direct play.
 pub async fn play_and_compare(ws: &mut Ws, env: &str, seed: u64) {
     let (first, steps) = reference_play(env, seed);
-    assert!(steps.last().is_some_and(|s| s.done), "reference episode ended");
+    assert!(
+        steps.last().is_some_and(|s| s.done),
+        "reference episode ended"
+    );
+    assert!(!steps[0].valid, "the first response is an invalid step");
+    assert!(steps.len() > 2, "{steps:?}");
     let r = reset(ws, seed).await;
     assert_eq!(r["type"], "observation", "{r}");
     assert_eq!(r["data"]["observation"]["text"], first.as_str());
@@ -157,7 +165,10 @@ pub async fn http(addr: SocketAddr, method: &str, path: &str, body: Option<&str>
         .and_then(|s| s.parse().ok())
         .expect("status line");
     let (headers, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let body = if headers.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+    let body = if headers
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
         dechunk(body)
     } else {
         body.to_string()

@@ -8,6 +8,11 @@ use serde_json::json;
 async fn a_sokoban_episode_matches_direct_play() {
     let addr = start(ServerConfig::new("sokoban", toml::Table::new())).await;
     let mut ws = connect(addr).await;
+    let (_, steps) = reference_play("sokoban", 3);
+    assert!(
+        steps.last().is_some_and(|s| s.won),
+        "the expert solves it: {steps:?}"
+    );
     play_and_compare(&mut ws, "sokoban", 3).await;
     // A second episode on the same connection, another seed.
     play_and_compare(&mut ws, "sokoban", 11).await;
@@ -18,7 +23,9 @@ async fn a_tictactoe_episode_matches_direct_play_and_lists_valid_actions() {
     let addr = start(ServerConfig::new("tictactoe", toml::Table::new())).await;
     let mut ws = connect(addr).await;
     let r = reset(&mut ws, 5).await;
-    let listed = r["data"]["observation"]["valid_actions"].as_array().cloned();
+    let listed = r["data"]["observation"]["valid_actions"]
+        .as_array()
+        .cloned();
     assert!(listed.is_some_and(|a| !a.is_empty()), "{r}");
     play_and_compare(&mut ws, "tictactoe", 5).await;
 }
@@ -29,8 +36,14 @@ async fn interleaved_sessions_stay_independent() {
     let (mut a, mut b) = (connect(addr).await, connect(addr).await);
     let (first_a, steps_a) = reference_play("sokoban", 21);
     let (first_b, steps_b) = reference_play("sokoban", 22);
-    assert_eq!(reset(&mut a, 21).await["data"]["observation"]["text"], first_a.as_str());
-    assert_eq!(reset(&mut b, 22).await["data"]["observation"]["text"], first_b.as_str());
+    assert_eq!(
+        reset(&mut a, 21).await["data"]["observation"]["text"],
+        first_a.as_str()
+    );
+    assert_eq!(
+        reset(&mut b, 22).await["data"]["observation"]["text"],
+        first_b.as_str()
+    );
     for i in 0..steps_a.len().max(steps_b.len()) {
         if let Some(s) = steps_a.get(i) {
             let r = step(&mut a, &s.response).await;
@@ -53,7 +66,10 @@ async fn reset_takes_an_episode_id_and_env_settings() {
     let mut settings = toml::Table::new();
     settings.insert("num_boxes".into(), 2.into());
     let mut direct = quester_envs::make_env("sokoban", settings).unwrap();
-    assert_eq!(r["data"]["observation"]["text"], direct.reset(1).unwrap().as_str());
+    assert_eq!(
+        r["data"]["observation"]["text"],
+        direct.reset(1).unwrap().as_str()
+    );
     let state = request(&mut ws, json!({"type": "state"})).await;
     assert_eq!(state["data"]["episode_id"], "ep-1");
     assert_eq!(state["data"]["step_count"], 0);
@@ -61,7 +77,10 @@ async fn reset_takes_an_episode_id_and_env_settings() {
     let bad = json!({"type": "reset", "data": {"seed": 1, "num_boxez": 2}});
     let r = request(&mut ws, bad).await;
     assert_eq!(error_code(&r), "VALIDATION_ERROR");
-    assert!(r["data"]["message"].as_str().unwrap().contains("num_boxez"), "{r}");
+    assert!(
+        r["data"]["message"].as_str().unwrap().contains("num_boxez"),
+        "{r}"
+    );
     // A seedless reset draws a seed and reports it.
     let r = request(&mut ws, json!({"type": "reset"})).await;
     assert!(r["data"]["metadata"]["seed"].is_u64(), "{r}");

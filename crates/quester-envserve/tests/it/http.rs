@@ -55,8 +55,14 @@ async fn bad_http_requests_get_4xx_and_the_server_goes_on() {
     assert_eq!(http(addr, "POST", "/step", Some("{}")).await.0, 422);
     let r = http(addr, "POST", "/step", Some(r#"{"action":{"message":3}}"#)).await;
     assert_eq!(r.0, 422);
-    assert_eq!(r.1["detail"][0]["loc"], json!(["body", "action", "message"]));
-    assert_eq!(http(addr, "POST", "/reset", Some(r#"{"seed":-3}"#)).await.0, 422);
+    assert_eq!(
+        r.1["detail"][0]["loc"],
+        json!(["body", "action", "message"])
+    );
+    assert_eq!(
+        http(addr, "POST", "/reset", Some(r#"{"seed":-3}"#)).await.0,
+        422
+    );
     let big = json!({"action": {"message": "x".repeat(10_000)}}).to_string();
     assert_eq!(http(addr, "POST", "/step", Some(&big)).await.0, 413);
     assert_eq!(http(addr, "GET", "/health", None).await.0, 200);
