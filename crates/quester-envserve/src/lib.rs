@@ -16,6 +16,7 @@ mod server;
 pub mod session;
 pub mod wire;
 mod ws;
+mod ws_reader;
 
 pub use blocking::serve_until_signal;
 pub use config::{Mode, ServerConfig};

@@ -5,6 +5,7 @@ use crate::error::{ErrorCode, RequestError};
 use crate::server::App;
 use crate::session::Session;
 use crate::wire::{parse_message, Incoming};
+use crate::ws_reader::Reader;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::extract::State;
 use axum::response::Response;
@@ -101,8 +102,11 @@ async fn run(app: Arc<App>, mut socket: WebSocket) {
 async fn serve_messages(app: &App, socket: &mut WebSocket, session: Session) -> Option<Session> {
     let limit = app.config.max_message_bytes;
     let mut session = session;
+    let mut reader = Reader::new(socket);
     loop {
-        let text = match socket.recv().await {
+        let msg = reader.next().await;
+        let socket = &mut *reader.socket;
+        let text = match msg {
             None | Some(Ok(Message::Close(_))) => return Some(session),
             Some(Err(e)) => {
                 // Beyond the transport's limit, or a broken frame: the connection cannot
@@ -151,25 +155,25 @@ async fn serve_messages(app: &App, socket: &mut WebSocket, session: Session) -> 
             Incoming::Close => return Some(session),
             Incoming::State => ("state", Ok(session.state())),
             Incoming::Reset(params) => {
-                let Some((s, r)) = on_blocking_thread(session, move |s| s.reset(params)).await
-                else {
-                    return lost(socket).await;
+                let call = on_blocking_thread(session, move |s| s.reset(params));
+                let Some((s, r)) = reader.during(call).await else {
+                    return lost(reader.socket).await;
                 };
                 session = s;
                 ("observation", r)
             }
             Incoming::Step(response) => {
-                let Some((s, r)) = on_blocking_thread(session, move |s| s.step(&response)).await
-                else {
-                    return lost(socket).await;
+                let call = on_blocking_thread(session, move |s| s.step(&response));
+                let Some((s, r)) = reader.during(call).await else {
+                    return lost(reader.socket).await;
                 };
                 session = s;
                 ("observation", r)
             }
         };
         let sent = match result {
-            Ok(data) => send(socket, kind, data).await,
-            Err(e) => send(socket, "error", e.to_data()).await,
+            Ok(data) => send(reader.socket, kind, data).await,
+            Err(e) => send(reader.socket, "error", e.to_data()).await,
         };
         if !sent {
             return Some(session);

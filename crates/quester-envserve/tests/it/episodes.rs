@@ -85,3 +85,34 @@ async fn reset_takes_an_episode_id_and_env_settings() {
     let r = request(&mut ws, json!({"type": "reset"})).await;
     assert!(r["data"]["metadata"]["seed"].is_u64(), "{r}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pipelined_messages_are_answered_in_order() {
+    let addr = start(ServerConfig::new("sokoban", toml::Table::new())).await;
+    let mut ws = connect(addr).await;
+    let (first, steps) = reference_play("sokoban", 13);
+    // Everything sent before any reply is read: messages arrive while env calls run.
+    send_text(
+        &mut ws,
+        json!({"type": "reset", "data": {"seed": 13}}).to_string(),
+    )
+    .await;
+    for s in &steps {
+        let msg = json!({"type": "step", "data": {"message": s.response}});
+        send_text(&mut ws, msg.to_string()).await;
+    }
+    send_text(&mut ws, json!({"type": "state"}).to_string()).await;
+    let r = recv(&mut ws).await;
+    assert_eq!(r["data"]["observation"]["text"], first.as_str());
+    for (i, s) in steps.iter().enumerate() {
+        let r = recv(&mut ws).await;
+        assert_eq!(
+            r["data"]["observation"]["text"],
+            s.observation.as_str(),
+            "step {i}"
+        );
+        assert_eq!(r["data"]["reward"].as_f64(), Some(s.reward), "step {i}");
+    }
+    let state = recv(&mut ws).await;
+    assert_eq!(state["data"]["step_count"], steps.len());
+}
