@@ -25,6 +25,7 @@ pub struct ServeArgs {
 }
 
 pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    anyhow::ensure!(args.max_sessions >= 1, "--max-sessions must be at least 1");
     let mut settings = toml::Table::new();
     quester_config::apply_overrides(&mut settings, &args.overrides).context("--set overrides")?;
     let mut config = ServerConfig::new(&args.env, settings);

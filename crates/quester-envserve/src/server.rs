@@ -48,6 +48,7 @@ impl Server {
                 source,
             })?;
         let app = Arc::new(App {
+            // Zero would refuse every session; the CLI rejects it, a library caller gets one.
             slots: Slots::new(config.max_sessions.max(1)),
             metadata,
             config,
