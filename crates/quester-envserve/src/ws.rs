@@ -16,7 +16,7 @@ use std::sync::Arc;
 /// action still arrives whole and gets an error reply instead of a dropped connection.
 const TRANSPORT_FACTOR: usize = 16;
 
-/// WebSocket close code for "message too big" (RFC 6455).
+/// WebSocket close code for "message too big" (RFC 6455), the usual reason a read fails.
 const CLOSE_TOO_BIG: u16 = 1009;
 
 pub async fn upgrade(State(app): State<Arc<App>>, ws: WebSocketUpgrade) -> Response {
@@ -112,7 +112,9 @@ async fn serve_messages(app: &App, socket: &mut WebSocket, session: Session) -> 
                 // Beyond the transport's limit, or a broken frame: the connection cannot
                 // go on. Say why, if the client still listens.
                 tracing::debug!("websocket read failed: {e}");
-                let message = format!("unreadable message (over {limit} bytes?): {e}");
+                let transport = limit.saturating_mul(TRANSPORT_FACTOR);
+                let message =
+                    format!("unreadable message (over {transport} bytes, or a broken frame): {e}");
                 let data = json!({"message": message, "code": ErrorCode::SessionError.as_str()});
                 let _ = send(socket, "error", data).await;
                 let frame = CloseFrame {
