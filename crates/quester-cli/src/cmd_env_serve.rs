@@ -19,6 +19,10 @@ pub struct ServeArgs {
     /// Longest client message in bytes; a longer one gets an error reply.
     #[arg(long, default_value_t = 1 << 20)]
     pub max_message_bytes: usize,
+    /// Close a session that sends nothing for this many seconds, freeing its slot (default:
+    /// never).
+    #[arg(long, value_name = "SECONDS")]
+    pub idle_timeout: Option<f64>,
     /// OpenEnv's production mode: no HTTP /reset, /step, /state (episodes only over /ws).
     #[arg(long)]
     pub production: bool,
@@ -31,6 +35,13 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let mut config = ServerConfig::new(&args.env, settings);
     config.max_sessions = args.max_sessions;
     config.max_message_bytes = args.max_message_bytes;
+    if let Some(secs) = args.idle_timeout {
+        let idle = std::time::Duration::try_from_secs_f64(secs)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .context("--idle-timeout must be a positive number of seconds")?;
+        config.idle_timeout = Some(idle);
+    }
     if args.production {
         config.mode = Mode::Production;
     }

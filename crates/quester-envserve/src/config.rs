@@ -1,6 +1,7 @@
 //! What `quester env serve` is asked to serve, and how.
 
 use crate::session::EnvTemplate;
+use std::time::Duration;
 
 /// OpenEnv's server modes: simulation has the stateless HTTP `/reset`, `/step`, `/state` (for
 /// tests and demos); production leaves them out, so episodes go only through `/ws`.
@@ -19,6 +20,9 @@ pub struct ServerConfig {
     /// Longest client message (bytes) that is read; a longer one gets an error reply.
     pub max_message_bytes: usize,
     pub mode: Mode,
+    /// A session that sends nothing for this long is closed and its slot freed (OpenEnv's
+    /// `session_timeout`); `None`: never.
+    pub idle_timeout: Option<Duration>,
 }
 
 impl ServerConfig {
@@ -31,6 +35,7 @@ impl ServerConfig {
             max_sessions: 64,
             max_message_bytes: 1 << 20,
             mode: Mode::Simulation,
+            idle_timeout: None,
         }
     }
 }

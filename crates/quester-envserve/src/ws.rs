@@ -104,7 +104,17 @@ async fn serve_messages(app: &App, socket: &mut WebSocket, session: Session) -> 
     let mut session = session;
     let mut reader = Reader::new(socket);
     loop {
-        let msg = reader.next().await;
+        let msg = match app.config.idle_timeout {
+            None => reader.next().await,
+            Some(idle) => match tokio::time::timeout(idle, reader.next()).await {
+                Ok(msg) => msg,
+                Err(_) => {
+                    let msg = format!("no message for {idle:?}: the session is closed");
+                    let _ = send_error(reader.socket, ErrorCode::SessionError, &msg).await;
+                    return Some(session);
+                }
+            },
+        };
         let socket = &mut *reader.socket;
         let text = match msg {
             None | Some(Ok(Message::Close(_))) => return Some(session),

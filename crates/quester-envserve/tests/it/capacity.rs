@@ -61,3 +61,17 @@ async fn a_client_vanishing_mid_step_frees_its_env() {
     let mut next = connect_when_free(addr).await;
     play_and_compare(&mut next, "sokoban", 3).await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_idle_session_is_closed_and_frees_its_slot() {
+    let mut cfg = config(1);
+    cfg.idle_timeout = Some(Duration::from_millis(300));
+    let addr = start(cfg).await;
+    let mut ws = connect(addr).await;
+    assert_eq!(reset(&mut ws, 1).await["type"], "observation");
+    // Silence past the timeout: the server says why and closes.
+    let r = recv(&mut ws).await;
+    assert_eq!(error_code(&r), "SESSION_ERROR");
+    let mut next = connect_when_free(addr).await;
+    play_and_compare(&mut next, "sokoban", 1).await;
+}
