@@ -4,3 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo test --workspace "$@"
+# With no arguments (the whole suite): `quester env serve` against OpenEnv's real Python client.
+if [ $# -eq 0 ]; then
+  scripts/openenv-client-test.sh
+fi
