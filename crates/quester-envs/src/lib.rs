@@ -14,6 +14,7 @@ pub mod bandit;
 pub mod check;
 pub mod coding;
 pub mod env;
+pub mod episode;
 pub mod expert;
 pub mod instruction;
 pub mod kuhn;
@@ -27,6 +28,7 @@ pub mod webshop;
 
 pub use check::{check_env, check_env_with, CheckError};
 pub use env::{config_error, Env, EnvError, Info, Step};
+pub use episode::{Episode, Outcome};
 pub use expert::{noisy_expert_action, ExpertMove};
 pub use registry::{env_names, make_env, prompt, spec, specs};
 pub use spec::{AnswerFormat, EnvSpec, HeldOutError, SeatValue, Seats};

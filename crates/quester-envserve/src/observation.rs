@@ -1,46 +1,30 @@
 //! The observation payload OpenEnv's clients parse: `{observation, reward, done, metadata}`,
 //! where `observation` holds the env's fields and its own copy of `metadata` (OpenEnv's
-//! serializer leaves `metadata` in the observation as well as lifting it out).
+//! serializer leaves `metadata` in the observation as well as lifting it out). The metadata
+//! itself is quester-envs' `Episode::metadata`, which the Python package reports too.
 
-use quester_envs::{Env, Info};
-use serde_json::{json, Map, Value};
+use quester_envs::episode::{valid_actions, Episode, Outcome};
+use quester_envs::Env;
+use serde_json::{json, Value};
 
-/// What a step reports besides text, reward and done.
-pub struct Outcome {
-    pub won: bool,
-    pub valid: bool,
-    pub info: Info,
-}
-
-/// Builds the payload. `reward` is `None` at reset (OpenEnv's convention); `meta` holds the
-/// episode's bookkeeping, to which the step's outcome is added.
+/// Builds the payload. `reward` is `None` at reset (OpenEnv's convention); `outcome` is the
+/// step's, none at reset.
 pub fn observation_payload(
     env: &dyn Env,
     text: &str,
     reward: Option<f64>,
-    done: bool,
-    mut meta: Map<String, Value>,
+    episode: &Episode,
     outcome: Option<Outcome>,
 ) -> Value {
-    if let Some(o) = outcome {
-        meta.insert("won".into(), o.won.into());
-        meta.insert("valid".into(), o.valid.into());
-        meta.insert("info".into(), Value::Object(o.info));
-    }
-    if done {
-        // The env's key for what the attempt achieved (equal keys: equal outcomes).
-        meta.insert("outcome".into(), env.outcome().into());
-    }
-    let valid_actions = if done { None } else { env.admissible_actions() };
-    let meta = Value::Object(meta);
+    let meta = Value::Object(episode.metadata(env, outcome));
     json!({
         "observation": {
             "text": text,
-            "valid_actions": valid_actions,
+            "valid_actions": valid_actions(env, episode.done),
             "metadata": meta,
         },
         "reward": reward,
-        "done": done,
+        "done": episode.done,
         "metadata": meta,
     })
 }

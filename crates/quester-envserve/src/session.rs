@@ -2,10 +2,11 @@
 //! calls on a blocking thread.
 
 use crate::error::RequestError;
-use crate::observation::{observation_payload, Outcome};
+use crate::observation::observation_payload;
 use crate::wire::ResetParams;
+use quester_envs::episode::{self, Episode};
 use quester_envs::{Env, EnvError};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// How to build the served env: its registry name and the server's settings.
 #[derive(Debug, Clone)]
@@ -21,17 +22,6 @@ impl EnvTemplate {
         table.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
         quester_envs::make_env(&self.name, table)
     }
-}
-
-/// The episode in play.
-#[derive(Debug)]
-struct Episode {
-    id: String,
-    seed: u64,
-    steps: u64,
-    done: bool,
-    won: bool,
-    total_reward: f64,
 }
 
 pub struct Session {
@@ -74,22 +64,8 @@ impl Session {
             .env
             .reset(seed)
             .map_err(|e| RequestError::env(&format!("reset with seed {seed}"), e))?;
-        let episode = Episode {
-            id: params.episode_id.unwrap_or_else(new_episode_id),
-            seed,
-            steps: 0,
-            done: self.env.is_done(),
-            won: false,
-            total_reward: 0.0,
-        };
-        let payload = observation_payload(
-            self.env.as_ref(),
-            &text,
-            None,
-            episode.done,
-            self.episode_meta(&episode),
-            None,
-        );
+        let episode = Episode::start(self.env.as_ref(), seed, params.episode_id);
+        let payload = observation_payload(self.env.as_ref(), &text, None, &episode, None);
         self.episode = Some(episode);
         Ok(payload)
     }
@@ -108,21 +84,13 @@ impl Session {
             ));
         }
         let step = self.env.step(response);
-        episode.steps += 1;
-        episode.done = step.done;
-        episode.won = step.won;
-        episode.total_reward += step.reward;
-        let outcome = Outcome {
-            won: step.won,
-            valid: step.valid,
-            info: step.info,
-        };
+        let (text, reward) = (step.observation.clone(), step.reward);
+        let outcome = episode.record(step);
         let payload = observation_payload(
             self.env.as_ref(),
-            &step.observation,
-            Some(step.reward),
-            step.done,
-            self.episode_meta(&episode),
+            &text,
+            Some(reward),
+            &episode,
             Some(outcome),
         );
         self.episode = Some(episode);
@@ -131,39 +99,11 @@ impl Session {
 
     /// OpenEnv's `State`: `episode_id` and `step_count`, plus what a trainer may log.
     pub fn state(&self) -> Value {
-        let mut state = json!({
-            "episode_id": Value::Null,
-            "step_count": 0,
-            "env": self.env.name(),
-            "max_turns": self.env.max_turns(),
-        });
-        if let Some(e) = &self.episode {
-            state["episode_id"] = e.id.clone().into();
-            state["step_count"] = e.steps.into();
-            state["seed"] = e.seed.into();
-            state["done"] = e.done.into();
-            state["won"] = e.won.into();
-            state["total_reward"] = e.total_reward.into();
-        }
-        state
+        episode::state(self.env.as_ref(), self.episode.as_ref())
     }
 
     /// The env's rules block (how actions are written), for `/metadata`.
     pub fn rules(&self) -> String {
         self.env.rules()
     }
-
-    fn episode_meta(&self, e: &Episode) -> serde_json::Map<String, Value> {
-        let mut meta = serde_json::Map::new();
-        meta.insert("env".into(), self.env.name().into());
-        meta.insert("episode_id".into(), e.id.clone().into());
-        meta.insert("seed".into(), e.seed.into());
-        meta.insert("step_count".into(), e.steps.into());
-        meta
-    }
-}
-
-/// A random episode id (128 bits, hex), for resets that bring none.
-fn new_episode_id() -> String {
-    format!("{:032x}", rand::random::<u128>())
 }

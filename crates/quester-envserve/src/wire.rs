@@ -2,6 +2,7 @@
 //! parameters and actions. Every malformed input becomes a `RequestError`, never a panic.
 
 use crate::error::RequestError;
+use quester_envs::episode::json_to_toml;
 use serde_json::{Map, Value};
 
 /// The action's one required field: the model's whole response text.
@@ -134,7 +135,7 @@ pub fn parse_reset(mut data: Map<String, Value>) -> Result<ResetParams, RequestE
     };
     let mut settings = toml::Table::new();
     for (key, value) in data {
-        let v = to_toml(value).ok_or_else(|| {
+        let v = json_to_toml(value).ok_or_else(|| {
             RequestError::validation(
                 &[&key],
                 "setting_type",
@@ -191,28 +192,6 @@ pub fn parse_action(mut action: Map<String, Value>, loc: &[&str]) -> Result<Stri
         ));
     }
     Ok(message)
-}
-
-/// A JSON value as a TOML one (env settings are TOML tables); `None` for null, which TOML
-/// lacks.
-fn to_toml(value: Value) -> Option<toml::Value> {
-    Some(match value {
-        Value::Null => return None,
-        Value::Bool(b) => toml::Value::Boolean(b),
-        Value::Number(n) => match n.as_i64() {
-            Some(i) => toml::Value::Integer(i),
-            None => toml::Value::Float(n.as_f64()?),
-        },
-        Value::String(s) => toml::Value::String(s),
-        Value::Array(items) => {
-            toml::Value::Array(items.into_iter().map(to_toml).collect::<Option<_>>()?)
-        }
-        Value::Object(m) => toml::Value::Table(
-            m.into_iter()
-                .map(|(k, v)| Some((k, to_toml(v)?)))
-                .collect::<Option<_>>()?,
-        ),
-    })
 }
 
 #[cfg(test)]

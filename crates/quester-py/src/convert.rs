@@ -1,0 +1,134 @@
+//! Between Python objects and the JSON and TOML values the envs speak.
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::IntoPyObjectExt;
+use quester_envs::episode::{json_to_toml, valid_actions, Episode, Outcome};
+use quester_envs::Env;
+use serde_json::Value;
+
+/// A JSON value as a Python object (dicts, lists, str, int, float, bool, None).
+pub fn to_py(py: Python<'_>, value: &Value) -> PyResult<PyObject> {
+    Ok(match value {
+        Value::Null => py.None(),
+        Value::Bool(b) => b.into_py_any(py)?,
+        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => i.into_py_any(py)?,
+            (None, Some(u)) => u.into_py_any(py)?,
+            _ => n.as_f64().unwrap_or(f64::NAN).into_py_any(py)?,
+        },
+        Value::String(s) => s.into_py_any(py)?,
+        Value::Array(items) => {
+            let list = PyList::empty(py);
+            for item in items {
+                list.append(to_py(py, item)?)?;
+            }
+            list.into_any().unbind()
+        }
+        Value::Object(map) => {
+            let dict = PyDict::new(py);
+            for (k, v) in map {
+                dict.set_item(k, to_py(py, v)?)?;
+            }
+            dict.into_any().unbind()
+        }
+    })
+}
+
+/// What a reset or step reports besides the observation: the episode's metadata (as the
+/// server's observation metadata has it) and the valid actions. Plain Rust data, so that it is
+/// gathered without the GIL and turned into a dict after.
+pub struct Report {
+    pub meta: serde_json::Map<String, Value>,
+    pub valid_actions: Option<Vec<String>>,
+}
+
+impl Report {
+    pub fn new(env: &dyn Env, episode: &Episode, outcome: Option<Outcome>) -> Report {
+        Report {
+            meta: episode.metadata(env, outcome),
+            valid_actions: valid_actions(env, episode.done),
+        }
+    }
+
+    /// The info dict: the metadata's keys and `valid_actions`.
+    pub fn into_dict(self, py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+        let dict = PyDict::new(py);
+        for (k, v) in &self.meta {
+            dict.set_item(k, to_py(py, v)?)?;
+        }
+        dict.set_item("valid_actions", self.valid_actions)?;
+        Ok(dict)
+    }
+}
+
+/// Env settings from a Python dict; a value TOML cannot hold is an error naming its key.
+pub fn settings_table(settings: &Bound<'_, PyDict>) -> PyResult<toml::Table> {
+    let mut table = toml::Table::new();
+    for (key, value) in settings.iter() {
+        let key: String = key
+            .extract()
+            .map_err(|_| PyTypeError::new_err("setting names must be strings"))?;
+        let json = to_json(&value)
+            .map_err(|why| PyValueError::new_err(format!("setting `{key}`: {why}")))?;
+        let value = json_to_toml(json).ok_or_else(|| {
+            PyValueError::new_err(format!("setting `{key}`: None is not a setting value"))
+        })?;
+        table.insert(key, value);
+    }
+    Ok(table)
+}
+
+/// A Python value as JSON (then TOML through the server's own conversion).
+fn to_json(value: &Bound<'_, PyAny>) -> Result<Value, String> {
+    if value.is_none() {
+        return Ok(Value::Null);
+    }
+    // bool before int: Python's bools are ints.
+    if let Ok(b) = value.downcast::<PyBool>() {
+        return Ok(Value::Bool(b.is_true()));
+    }
+    if value.is_instance_of::<PyInt>() {
+        let i: i64 = value
+            .extract()
+            .map_err(|_| format!("{value} does not fit a 64-bit integer"))?;
+        return Ok(i.into());
+    }
+    if let Ok(f) = value.downcast::<PyFloat>() {
+        return serde_json::Number::from_f64(f.value())
+            .map(Value::Number)
+            .ok_or_else(|| format!("{} is not a finite number", f.value()));
+    }
+    if value.is_instance_of::<PyString>() {
+        return value
+            .extract::<String>()
+            .map(Value::String)
+            .map_err(|e| e.to_string());
+    }
+    if value.is_instance_of::<PyList>() || value.is_instance_of::<PyTuple>() {
+        let mut items = Vec::new();
+        for item in value.try_iter().map_err(|e| e.to_string())? {
+            items.push(to_json(&item.map_err(|e| e.to_string())?)?);
+        }
+        return Ok(Value::Array(items));
+    }
+    if let Ok(d) = value.downcast::<PyDict>() {
+        let mut map = serde_json::Map::new();
+        for (k, v) in d.iter() {
+            let k: String = k
+                .extract()
+                .map_err(|_| "table keys must be strings".to_string())?;
+            map.insert(k, to_json(&v)?);
+        }
+        return Ok(Value::Object(map));
+    }
+    let kind = value
+        .get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "?".into());
+    Err(format!(
+        "a {kind} is not a setting value (use str, int, float, bool, list or dict)"
+    ))
+}
