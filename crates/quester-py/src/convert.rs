@@ -129,6 +129,6 @@ fn to_json(value: &Bound<'_, PyAny>) -> Result<Value, String> {
         .map(|n| n.to_string())
         .unwrap_or_else(|_| "?".into());
     Err(format!(
-        "a {kind} is not a setting value (use str, int, float, bool, list or dict)"
+        "a value of type {kind} is not a setting (use str, int, float, bool, list or dict)"
     ))
 }
