@@ -62,7 +62,7 @@ def test_bad_seeds_raise(seed, error):
 def test_a_non_text_action_raises_and_hostile_text_is_an_invalid_step():
     env = quester_envs.make("sokoban")
     env.reset(seed=0)
-    with pytest.raises(TypeError, match="str"):
+    with pytest.raises(TypeError, match="PyString"):
         env.step(b"<action>up</action>")
     for text in ["", "\x00" * 10, "<action>" * 10_000, "<action>\ud7ff</action>", "x" * 1_000_000]:
         _, reward, _, _, info = env.step(text)
@@ -98,3 +98,11 @@ def test_reset_options_carry_an_episode_id_and_settings():
     with pytest.raises(ValueError, match="bogus"):
         env.reset(seed=1, options={"bogus": 1})
     assert env.max_turns == 2  # the failed reset left the env as it was
+
+
+def test_settings_from_options_last_one_episode():
+    env = quester_envs.make("sokoban", max_turns=5)
+    env.reset(seed=1, options={"max_turns": 2})
+    assert env.max_turns == 2
+    env.reset(seed=1)
+    assert env.max_turns == 5

@@ -3,7 +3,7 @@
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
-use pyo3::IntoPyObjectExt;
+use pyo3::{intern, IntoPyObjectExt};
 use quester_envs::episode::{json_to_toml, valid_actions, Episode, Outcome};
 use quester_envs::Env;
 use serde_json::Value;
@@ -36,29 +36,56 @@ pub fn to_py(py: Python<'_>, value: &Value) -> PyResult<PyObject> {
     })
 }
 
-/// What a reset or step reports besides the observation: the episode's metadata (as the
-/// server's observation metadata has it) and the valid actions. Plain Rust data, so that it is
-/// gathered without the GIL and turned into a dict after.
+/// What a reset or step reports besides the observation: the fields of the server's
+/// observation metadata (`Episode::metadata`, same keys in the same order) and the valid
+/// actions. Plain Rust data, gathered without the GIL and turned into a dict after; built
+/// directly rather than through a JSON map, which cost more than the env's own step
+/// (python/tests checks the keys against `quester env serve`).
 pub struct Report {
-    pub meta: serde_json::Map<String, Value>,
-    pub valid_actions: Option<Vec<String>>,
+    env: &'static str,
+    episode_id: String,
+    seed: u64,
+    step_count: u64,
+    outcome: Option<Outcome>,
+    /// The env's key for what the attempt achieved, once done.
+    final_outcome: Option<String>,
+    valid_actions: Option<Vec<String>>,
 }
 
 impl Report {
     pub fn new(env: &dyn Env, episode: &Episode, outcome: Option<Outcome>) -> Report {
         Report {
-            meta: episode.metadata(env, outcome),
+            env: env.name(),
+            episode_id: episode.id.clone(),
+            seed: episode.seed,
+            step_count: episode.steps,
+            outcome,
+            final_outcome: episode.done.then(|| env.outcome()),
             valid_actions: valid_actions(env, episode.done),
         }
     }
 
-    /// The info dict: the metadata's keys and `valid_actions`.
+    /// The info dict: `env`, `episode_id`, `seed`, `step_count`; after a step `won`, `valid`,
+    /// `info`; once done `outcome`; then `valid_actions`.
     pub fn into_dict(self, py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
         let dict = PyDict::new(py);
-        for (k, v) in &self.meta {
-            dict.set_item(k, to_py(py, v)?)?;
+        dict.set_item(intern!(py, "env"), self.env)?;
+        dict.set_item(intern!(py, "episode_id"), self.episode_id)?;
+        dict.set_item(intern!(py, "seed"), self.seed)?;
+        dict.set_item(intern!(py, "step_count"), self.step_count)?;
+        if let Some(o) = self.outcome {
+            dict.set_item(intern!(py, "won"), o.won)?;
+            dict.set_item(intern!(py, "valid"), o.valid)?;
+            let info = PyDict::new(py);
+            for (k, v) in &o.info {
+                info.set_item(k, to_py(py, v)?)?;
+            }
+            dict.set_item(intern!(py, "info"), info)?;
         }
-        dict.set_item("valid_actions", self.valid_actions)?;
+        if let Some(key) = self.final_outcome {
+            dict.set_item(intern!(py, "outcome"), key)?;
+        }
+        dict.set_item(intern!(py, "valid_actions"), self.valid_actions)?;
         Ok(dict)
     }
 }

@@ -116,14 +116,16 @@ impl NativeEnv {
         Ok((text, report.into_dict(py)?))
     }
 
-    /// Plays the model's whole response; returns (observation, reward, done, info).
+    /// Plays the model's whole response; returns Gymnasium's (observation, reward,
+    /// terminated, truncated, info). The turn limit ends an episode as terminated, so
+    /// truncated is always False. (The tuple is built here: `TextEnv.step` is this method.)
     fn step<'py>(
         &self,
         py: Python<'py>,
         text: &str,
-    ) -> PyResult<(String, f64, bool, Bound<'py, PyDict>)> {
+    ) -> PyResult<(String, f64, bool, bool, Bound<'py, PyDict>)> {
         let (observation, reward, done, report) = py.allow_threads(|| self.lock()?.step(text))?;
-        Ok((observation, reward, done, report.into_dict(py)?))
+        Ok((observation, reward, done, false, report.into_dict(py)?))
     }
 
     /// OpenEnv's state: `episode_id`, `step_count`, `env`, `max_turns`, and once an episode
