@@ -126,3 +126,44 @@ pub fn json_to_toml(value: Value) -> Option<toml::Value> {
         ),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metadata_grows_with_the_episode() {
+        let mut env = crate::make_env("tictactoe", toml::Table::new()).unwrap();
+        env.reset(4).unwrap();
+        let mut episode = Episode::start(env.as_ref(), 4, Some("e".into()));
+        let keys = |m: &Map<String, Value>| m.keys().cloned().collect::<Vec<_>>();
+        let meta = episode.metadata(env.as_ref(), None);
+        assert_eq!(keys(&meta), ["env", "episode_id", "seed", "step_count"]);
+        assert_eq!(
+            (meta["env"].as_str(), meta["seed"].as_u64()),
+            (Some("tictactoe"), Some(4))
+        );
+        while !episode.done {
+            let action = valid_actions(env.as_ref(), false).unwrap().remove(0);
+            let outcome = episode.record(env.step(&format!("<action>{action}</action>")));
+            let meta = episode.metadata(env.as_ref(), Some(outcome));
+            assert!(meta.contains_key("won") && meta.contains_key("info"));
+            assert_eq!(meta.contains_key("outcome"), episode.done);
+        }
+        assert_eq!(valid_actions(env.as_ref(), true), None);
+        let state = state(env.as_ref(), Some(&episode));
+        assert_eq!(state["step_count"], episode.steps);
+        assert_eq!(state["done"], true);
+    }
+
+    #[test]
+    fn json_settings_become_toml_and_null_is_refused() {
+        let v = json_to_toml(serde_json::json!({"a": 1, "b": [1.5, "x"], "c": {"d": true}}));
+        let toml::Value::Table(t) = v.unwrap() else {
+            panic!("not a table")
+        };
+        assert_eq!(t["a"].as_integer(), Some(1));
+        assert_eq!(t["b"][0].as_float(), Some(1.5));
+        assert_eq!(json_to_toml(serde_json::json!({"a": [null]})), None);
+    }
+}
