@@ -1,6 +1,7 @@
 """Threads stepping envs at once: each env's episode is what a lone thread gets."""
 
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import quester_envs
@@ -38,3 +39,31 @@ def test_threads_sharing_one_env_take_turns():
     for t in threads:
         t.join()
     assert env.state()["step_count"] == 800
+
+
+def test_a_step_releases_the_gil():
+    """While one thread is inside a long step (an MCTS opponent with many simulations), another
+    Python thread keeps running: the step does not hold the GIL."""
+    env = quester_envs.make("tictactoe", simulations=200_000, agent_first=True)
+    _, info = env.reset(seed=0)
+    ticks, stop = [0], threading.Event()
+
+    def count():
+        while not stop.is_set():
+            ticks[0] += 1
+
+    counter = threading.Thread(target=count)
+    counter.start()
+    try:
+        time.sleep(0.01)
+        before = ticks[0]
+        started = time.perf_counter()
+        env.step("<action>(2, 2)</action>")
+        elapsed = time.perf_counter() - started
+        during = ticks[0] - before
+    finally:
+        stop.set()
+        counter.join()
+    assert elapsed > 0.02, "the step was too short to tell"
+    # Holding the GIL, the step would leave the counter where it was (or a switch or two).
+    assert during > 1000, (during, elapsed)
