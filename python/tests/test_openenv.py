@@ -1,11 +1,14 @@
 """The OpenEnv subclass served by openenv's own `create_app` (uvicorn on loopback), played by
 openenv's `GenericEnvClient`: the same replies as the env in process and as `quester env serve`."""
 
+import json
 import re
 import socket
 import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -27,7 +30,7 @@ def python_server():
     def start(env, **settings):
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
-        config = uvicorn.Config(create_app(env, **settings), log_level="warning", ws_ping_interval=None)
+        config = uvicorn.Config(create_app(env, **settings), log_level="warning")
         server = uvicorn.Server(config)
         thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
         thread.start()
@@ -153,3 +156,15 @@ def test_errors_reach_the_client(python_server):
 def test_a_bad_env_fails_when_the_app_is_made():
     with pytest.raises(ValueError, match="available"):
         create_app("chess")
+
+
+def test_openenv_validate_passes(python_server, tmp_path):
+    url = python_server("tictactoe")
+    report = tmp_path / "validate.json"
+    proc = subprocess.run(
+        [str(Path(sys.executable).with_name("openenv")), "validate", "--url", url, "--json",
+         "--output", str(report)],
+        capture_output=True, text=True,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads(report.read_text())["passed"] is True
