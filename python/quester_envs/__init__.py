@@ -72,6 +72,8 @@ class TextEnv:
 
     @property
     def max_turns(self):
+        """Turns per attempt, the budget `quester train` gives an episode (not enforced
+        here)."""
         return self._native.max_turns()
 
     def reset(self, seed=None, options=None):
@@ -95,9 +97,10 @@ class TextEnv:
     def step(self, text):
         """Plays the model's whole response (the env parses the action from it; an
         unparseable one is an invalid step, not an error). Returns (observation, reward,
-        terminated, truncated, info); the turn limit ends an episode as `terminated`, so
-        `truncated` is always False. Raises RuntimeError before the first reset and after the
-        episode ended."""
+        terminated, truncated, info): `terminated` is the env's own end of the episode (its
+        rules' limits included); `truncated` is always False, as the turn budget `max_turns`
+        is the caller's to enforce, as `quester train` does. Raises RuntimeError before the
+        first reset and after the episode ended."""
         return self._native.step(text)
 
     def state(self):

@@ -117,8 +117,9 @@ impl NativeEnv {
     }
 
     /// Plays the model's whole response; returns Gymnasium's (observation, reward,
-    /// terminated, truncated, info). The turn limit ends an episode as terminated, so
-    /// truncated is always False. (The tuple is built here: `TextEnv.step` is this method.)
+    /// terminated, truncated, info). Terminated is the env's done; truncated is always False
+    /// (the turn budget is the caller's). The tuple is built here: `TextEnv.step` is this
+    /// method.
     fn step<'py>(
         &self,
         py: Python<'py>,
