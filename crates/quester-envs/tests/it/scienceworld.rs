@@ -574,3 +574,76 @@ fn config_errors_name_the_key() {
     assert!(!env.is_done());
     assert!(env.rules().contains("<action>"));
 }
+
+/// A task whose replays of one action sequence differ, in one process and across processes
+/// (measured: docs/envs/scienceworld-determinism.json).
+const NONDETERMINISTIC_TASK: &str = "mendelian-genetics-known-plant";
+/// The gold steps before which the JVM is killed (negative: from the end).
+const KILL_BEFORE: &[i64] = &[-12, -8, -4, -1];
+
+/// A task whose replays differ (docs/envs/scienceworld.md, "Determinism"): a killed Java
+/// process is replaced and the attempt goes on from the state the replay reached, with the
+/// difference in the step's info, never `simulator_failed`. The JVM is killed before several
+/// late gold steps, so that at least one replay diverges.
+#[test]
+fn a_killed_java_process_on_a_nondeterministic_task_goes_on() {
+    let _g = serial();
+    let mut env = env_with(ScienceWorldConfig {
+        tasks: vec![NONDETERMINISTIC_TASK.into()],
+        max_turns: 300,
+        // Faster steps; the valid actions play no part here.
+        max_listed_actions: 0,
+        ..ScienceWorldConfig::default()
+    });
+    env.reset(0).unwrap();
+    let start = env.score().unwrap();
+    let gold = env.gold_actions().unwrap();
+    let kills: Vec<usize> = KILL_BEFORE
+        .iter()
+        .map(|&k| if k < 0 { gold.len() as i64 + k } else { k })
+        .filter_map(|k| usize::try_from(k).ok())
+        .collect();
+    let (mut total, mut seen, mut diverged, mut killed) = (0.0, start, 0, 0);
+    for (i, a) in gold.iter().enumerate() {
+        if kills.contains(&i) {
+            let pid = env.java_pid().unwrap();
+            assert_eq!(unsafe_kill(pid), 0, "kill -9 {pid}");
+            killed += 1;
+        }
+        let s = checked(&mut env, &wrap(a));
+        assert_ne!(
+            s.info["outcome"], "simulator_failed",
+            "step {i}: {:?}",
+            s.info
+        );
+        total += s.reward;
+        if let Some(r) = s.info.get("recovered") {
+            assert_eq!(r, "diverged", "{:?}", s.info);
+            // Reported against the score the agent last saw; the reward counts from it.
+            assert_eq!(s.info["old_score"], seen, "{:?}", s.info);
+            assert!(s.info["replayed_score"].is_i64(), "{:?}", s.info);
+            assert!(s.info["answer_changed"].is_boolean(), "{:?}", s.info);
+            eprintln!("step {i}: diverged: {:?}", s.info);
+            diverged += 1;
+        }
+        seen = env.score().unwrap();
+        if s.done {
+            break;
+        }
+    }
+    assert_eq!(env.recoveries(), killed);
+    assert!(killed >= 2, "{killed} kills");
+    assert!(
+        diverged >= 1,
+        "no replay of {NONDETERMINISTIC_TASK} diverged"
+    );
+    // The rewards still add up to the score gained.
+    let final_score = env.score().unwrap();
+    assert!(
+        (total - (final_score - start) as f64 / 100.0).abs() < 1e-9,
+        "{total} vs {final_score} - {start}"
+    );
+    drop(env);
+    drain_pool();
+    assert!(java_children().is_empty(), "{:?}", java_children());
+}
