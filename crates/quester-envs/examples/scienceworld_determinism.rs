@@ -6,7 +6,7 @@
 //!
 //! For each task (all 30 by default) and two variations (0 and the first of the test split),
 //! with `easy` simplifications, as the env loads them:
-//! - the gold path (fetched once, on the first process) is replayed N times (default 4) in one
+//! - the gold path (fetched once, on the first process) is replayed N times (default 3) in one
 //!   new Java process, once more in each of K-1 further new processes (default K = 2), and
 //!   once in a long-lived process that has played every task before (as the env's pool
 //!   does);
@@ -28,7 +28,7 @@ use quester_envs::scienceworld::{
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 const SIMPLIFICATIONS: &str = "easy";
 
@@ -43,7 +43,7 @@ struct Args {
 
 fn parse_args() -> Result<Args, String> {
     let mut a = Args {
-        replays: 4,
+        replays: 3,
         fresh: 2,
         random_steps: 15,
         seed: 0,
@@ -227,9 +227,17 @@ fn main() {
     }
 }
 
+/// The call limit: computing the gold path of the genetics tasks can take over 30 s (the env's
+/// default limit) on a busy machine.
+const CALL_TIMEOUT: Duration = Duration::from_secs(600);
+
 fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let t0 = Instant::now();
-    let options = ServerOptions::default();
+    let options = ServerOptions {
+        call_timeout: CALL_TIMEOUT,
+        startup_timeout: Duration::from_secs(180),
+        ..ServerOptions::default()
+    };
     let mut pooled = Server::start(&options)?;
     let mut entries = Vec::new();
     println!(
@@ -240,125 +248,146 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         "{:<50} {:>5} {:>4} | {:^23} | {:^23} |",
         "", "", "", "gold path", "random path"
     );
+    let write = |entries: &[Value], seconds: f64| -> std::io::Result<()> {
+        let out = json!({
+            "jar": "scienceworld-1.2.3.jar",
+            "simplifications": SIMPLIFICATIONS,
+            "replays_in_one_process": args.replays,
+            "fresh_processes": args.fresh,
+            "random_steps": args.random_steps,
+            "seed": args.seed,
+            "seconds": (seconds * 10.0).round() / 10.0,
+            "entries": entries,
+        });
+        let text = serde_json::to_string_pretty(&out).map_err(std::io::Error::other)?;
+        std::fs::write(&args.json, text + "\n")
+    };
     for task in &args.tasks {
+        if !pooled.is_usable() {
+            pooled = Server::start(&options)?;
+        }
         pooled.load(task, 0, SIMPLIFICATIONS, false)?;
         let second = pooled.variations("test")?.first().copied().unwrap_or(1);
         for variation in [0, second] {
             let t = Instant::now();
-            let mut first = Server::start(&options)?;
-            first.load(task, variation, SIMPLIFICATIONS, true)?;
-            let gold = first.gold_actions()?;
-            let mut gold_runs = Vec::new();
-            for i in 0..args.replays {
-                gold_runs.push(replay(
-                    &mut first,
-                    task,
-                    variation,
-                    &gold,
-                    format!("jvm1/{}", i + 1),
-                )?);
-            }
-            let mut rng = ChaCha8Rng::seed_from_u64(
-                args.seed ^ (entries.len() as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
-            );
-            let random = random_path(&mut first, task, variation, args.random_steps, &mut rng)?;
-            let mut random_runs = Vec::new();
-            for i in 0..2 {
-                random_runs.push(replay(
-                    &mut first,
-                    task,
-                    variation,
-                    &random,
-                    format!("jvm1/{}", i + 1),
-                )?);
-            }
-            drop(first);
-            let mut gold_fetches_differ = false;
-            for k in 2..=args.fresh {
-                let mut other = Server::start(&options)?;
-                other.load(task, variation, SIMPLIFICATIONS, true)?;
-                gold_fetches_differ |= other.gold_actions()? != gold;
-                gold_runs.push(replay(
-                    &mut other,
-                    task,
-                    variation,
-                    &gold,
-                    format!("jvm{k}"),
-                )?);
-                random_runs.push(replay(
-                    &mut other,
-                    task,
-                    variation,
-                    &random,
-                    format!("jvm{k}"),
-                )?);
-            }
-            gold_runs.push(replay(
-                &mut pooled,
-                task,
-                variation,
-                &gold,
-                "long-lived".into(),
-            )?);
-            random_runs.push(replay(
-                &mut pooled,
-                task,
-                variation,
-                &random,
-                "long-lived".into(),
-            )?);
-            let g = compare(&gold_runs);
-            let r = compare(&random_runs);
-            let verdict = verdict(&g, &r);
-            let ends = |v: &Value| {
-                v["end_steps"]
-                    .as_array()
-                    .map(|a| {
-                        a.iter()
-                            .map(|e| e.as_u64().map_or("-".into(), |n| n.to_string()))
-                            .collect::<Vec<String>>()
-                            .join("/")
-                    })
-                    .unwrap_or_default()
-            };
-            println!(
-                "{:<50} {:>5} {:>4} | {:>6} {:>9} {:>6} | {:>6} {:>9} {:>6} | {:<7} ({:.1} s)",
-                task,
-                variation,
-                gold.len(),
-                g["score_sequences"],
-                ends(&g),
-                g["texts"].as_str().unwrap_or(""),
-                r["score_sequences"],
-                ends(&r),
-                r["texts"].as_str().unwrap_or(""),
-                verdict,
-                t.elapsed().as_secs_f64()
-            );
-            entries.push(json!({
-                "task": task,
-                "variation": variation,
-                "gold_actions": gold.len(),
-                "verdict": verdict,
-                "gold_fetches_differ": gold_fetches_differ,
-                "gold": g,
-                "random_actions": random,
-                "random": r,
-            }));
+            let seed = args.seed ^ (entries.len() as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            let entry =
+                measure(args, &options, &mut pooled, task, variation, seed).unwrap_or_else(|e| {
+                    println!("{task:<50} {variation:>5} error: {e}");
+                    json!({"task": task, "variation": variation, "error": e.to_string()})
+                });
+            let mut entry = entry;
+            entry["seconds"] = json!((t.elapsed().as_secs_f64() * 10.0).round() / 10.0);
+            entries.push(entry);
+            write(&entries, t0.elapsed().as_secs_f64())?;
         }
     }
     let seconds = t0.elapsed().as_secs_f64();
-    let out = json!({
-        "jar": "scienceworld-1.2.3.jar",
-        "simplifications": SIMPLIFICATIONS,
-        "replays_in_one_process": args.replays,
-        "fresh_processes": args.fresh,
-        "random_steps": args.random_steps,
-        "seed": args.seed,
-        "seconds": (seconds * 10.0).round() / 10.0,
-        "entries": entries,
-    });
-    std::fs::write(&args.json, serde_json::to_string_pretty(&out)? + "\n")?;
+    write(&entries, seconds)?;
     println!("{:.1} s; wrote {}", seconds, args.json);
     Ok(())
+}
+
+/// One task and variation: the table row (printed) and the JSON entry.
+fn measure(
+    args: &Args,
+    options: &ServerOptions,
+    pooled: &mut Server,
+    task: &str,
+    variation: i32,
+    seed: u64,
+) -> Result<Value, ServerError> {
+    let t = Instant::now();
+    let mut first = Server::start(options)?;
+    first.load(task, variation, SIMPLIFICATIONS, true)?;
+    let gold = first.gold_actions()?;
+    let mut gold_runs = Vec::new();
+    for i in 0..args.replays {
+        gold_runs.push(replay(
+            &mut first,
+            task,
+            variation,
+            &gold,
+            format!("jvm1/{}", i + 1),
+        )?);
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let random = random_path(&mut first, task, variation, args.random_steps, &mut rng)?;
+    let mut random_runs = Vec::new();
+    for i in 0..2 {
+        random_runs.push(replay(
+            &mut first,
+            task,
+            variation,
+            &random,
+            format!("jvm1/{}", i + 1),
+        )?);
+    }
+    drop(first);
+    let mut gold_fetches_differ = false;
+    for k in 2..=args.fresh {
+        let mut other = Server::start(options)?;
+        other.load(task, variation, SIMPLIFICATIONS, true)?;
+        gold_fetches_differ |= other.gold_actions()? != gold;
+        gold_runs.push(replay(
+            &mut other,
+            task,
+            variation,
+            &gold,
+            format!("jvm{k}"),
+        )?);
+        random_runs.push(replay(
+            &mut other,
+            task,
+            variation,
+            &random,
+            format!("jvm{k}"),
+        )?);
+    }
+    gold_runs.push(replay(pooled, task, variation, &gold, "long-lived".into())?);
+    random_runs.push(replay(
+        pooled,
+        task,
+        variation,
+        &random,
+        "long-lived".into(),
+    )?);
+    let g = compare(&gold_runs);
+    let r = compare(&random_runs);
+    let verdict = verdict(&g, &r);
+    let ends = |v: &Value| {
+        v["end_steps"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|e| e.as_u64().map_or("-".into(), |n| n.to_string()))
+                    .collect::<Vec<String>>()
+                    .join("/")
+            })
+            .unwrap_or_default()
+    };
+    println!(
+        "{:<50} {:>5} {:>4} | {:>6} {:>9} {:>6} | {:>6} {:>9} {:>6} | {:<7} ({:.1} s)",
+        task,
+        variation,
+        gold.len(),
+        g["score_sequences"],
+        ends(&g),
+        g["texts"].as_str().unwrap_or(""),
+        r["score_sequences"],
+        ends(&r),
+        r["texts"].as_str().unwrap_or(""),
+        verdict,
+        t.elapsed().as_secs_f64()
+    );
+    Ok(json!({
+        "task": task,
+        "variation": variation,
+        "verdict": verdict,
+        "gold_actions": gold.len(),
+        "gold_fetches_differ": gold_fetches_differ,
+        "gold": g,
+        "random_actions": random,
+        "random": r,
+    }))
 }

@@ -578,37 +578,36 @@ fn config_errors_name_the_key() {
 /// A task whose replays of one action sequence differ, in one process and across processes
 /// (measured: docs/envs/scienceworld-determinism.json).
 const NONDETERMINISTIC_TASK: &str = "mendelian-genetics-known-plant";
-/// The gold steps before which the JVM is killed (negative: from the end).
-const KILL_BEFORE: &[i64] = &[-12, -8, -4, -1];
 
 /// A task whose replays differ (docs/envs/scienceworld.md, "Determinism"): a killed Java
 /// process is replaced and the attempt goes on from the state the replay reached, with the
-/// difference in the step's info, never `simulator_failed`. The JVM is killed before several
-/// late gold steps, so that at least one replay diverges.
+/// difference in the step's info, never `simulator_failed`. The JVM is killed before every
+/// eighth gold step from a third of the path on until a replay diverges; the path is then
+/// played to its end.
 #[test]
 fn a_killed_java_process_on_a_nondeterministic_task_goes_on() {
     let _g = serial();
     let mut env = env_with(ScienceWorldConfig {
         tasks: vec![NONDETERMINISTIC_TASK.into()],
-        max_turns: 300,
+        max_turns: 1000,
+        env_step_limit: 10_000,
         // Faster steps; the valid actions play no part here.
         max_listed_actions: 0,
+        // The genetics tasks' gold path can take over 30 s to compute on a busy machine.
+        call_timeout_seconds: 300.0,
         ..ScienceWorldConfig::default()
     });
     env.reset(0).unwrap();
     let start = env.score().unwrap();
     let gold = env.gold_actions().unwrap();
-    let kills: Vec<usize> = KILL_BEFORE
-        .iter()
-        .map(|&k| if k < 0 { gold.len() as i64 + k } else { k })
-        .filter_map(|k| usize::try_from(k).ok())
-        .collect();
+    let mut next_kill = gold.len() / 3;
     let (mut total, mut seen, mut diverged, mut killed) = (0.0, start, 0, 0);
     for (i, a) in gold.iter().enumerate() {
-        if kills.contains(&i) {
+        if diverged == 0 && i == next_kill {
             let pid = env.java_pid().unwrap();
             assert_eq!(unsafe_kill(pid), 0, "kill -9 {pid}");
             killed += 1;
+            next_kill += 8;
         }
         let s = checked(&mut env, &wrap(a));
         assert_ne!(
@@ -631,8 +630,8 @@ fn a_killed_java_process_on_a_nondeterministic_task_goes_on() {
             break;
         }
     }
+    eprintln!("{killed} kills, {diverged} diverged");
     assert_eq!(env.recoveries(), killed);
-    assert!(killed >= 2, "{killed} kills");
     assert!(
         diverged >= 1,
         "no replay of {NONDETERMINISTIC_TASK} diverged"
