@@ -59,7 +59,7 @@ fn parse_args() -> Result<Args, String> {
             "--replays" => a.replays = number(value("--replays")?, "--replays")?.max(2) as usize,
             "--fresh" => a.fresh = number(value("--fresh")?, "--fresh")?.max(1) as usize,
             "--random-steps" => {
-                a.random_steps = number(value("--random-steps")?, "--random-steps")? as usize
+                a.random_steps = number(value("--random-steps")?, "--random-steps")? as usize;
             }
             "--seed" => a.seed = number(value("--seed")?, "--seed")?,
             "--json" => a.json = value("--json")?,
@@ -141,7 +141,7 @@ fn random_path(
 }
 
 fn cut(s: &str, n: usize) -> String {
-    let s = s.trim().replace('\n', " ").replace('\t', " ");
+    let s = s.trim().replace(['\n', '\t'], " ");
     match s.char_indices().nth(n) {
         Some((i, _)) => format!("{}...", &s[..i]),
         None => s,
