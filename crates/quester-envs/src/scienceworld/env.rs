@@ -504,7 +504,7 @@ impl ScienceWorldEnv {
     /// Loads `ep`'s task fresh on the current (or a new) server and replays `sent` onto it.
     ///
     /// When the replay reaches another score or last answer than `ep` had (some tasks are not
-    /// deterministic: plant growth, genetics, thermometer readings), the attempt goes on from
+    /// deterministic: pollination, circuits, thermometer readings, which of like objects), the attempt goes on from
     /// the state the simulator reached, and the next step reports the difference
     /// ([`Divergence`]). Not restarted: the agent's history (its actions, in order) stays
     /// true, and the new state is one the same actions can reach; a restart would drop turns

@@ -1,11 +1,11 @@
 //! ScienceWorld with the real jar and a real Java: gold paths reach a full score, restart and
 //! seeds are deterministic, the splits are disjoint, invalid and hostile text changes nothing,
-//! a killed Java process is restarted and the episode replayed (or the failure reported), a
-//! dropped env's Java process waits in the pool and serves the next env without leaking state
-//! (a dead one is never handed out), and no Java process outlives its env with pooling off or
-//! the pool drained. Also the env contract checks of `tests/it/contract.rs`
-//! (which leaves this env out: one Java start per env there would take minutes) on a few
-//! shared envs.
+//! a killed Java process is restarted and the episode replayed (or the failure reported; on a
+//! task whose replays differ, the attempt goes on from the state reached), a dropped env's
+//! Java process waits in the pool and serves the next env without leaking state (a dead one is
+//! never handed out), and no Java process outlives its env with pooling off or the pool
+//! drained. Also the env contract checks of `tests/it/contract.rs` (which leaves this env out:
+//! one Java start per env there would take minutes) on a few shared envs.
 //!
 //! The tests share a lock: each checks that no Java child of this process is left (after
 //! draining the pool), which only holds while the others are not running.
