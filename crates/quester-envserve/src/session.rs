@@ -3,25 +3,10 @@
 
 use crate::error::RequestError;
 use crate::observation::{observation_payload, Outcome};
+use crate::served::{EnvTemplate, ServedEnv};
 use crate::wire::ResetParams;
-use quester_envs::{Env, EnvError};
+use quester_envs::EnvError;
 use serde_json::{json, Value};
-
-/// How to build the served env: its registry name and the server's settings.
-#[derive(Debug, Clone)]
-pub struct EnvTemplate {
-    pub name: String,
-    pub settings: toml::Table,
-}
-
-impl EnvTemplate {
-    /// Builds the env with `extra` settings on top of the server's.
-    pub fn build(&self, extra: &toml::Table) -> Result<Box<dyn Env>, EnvError> {
-        let mut table = self.settings.clone();
-        table.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
-        quester_envs::make_env(&self.name, table)
-    }
-}
 
 /// The episode in play.
 #[derive(Debug)]
@@ -36,7 +21,7 @@ struct Episode {
 
 pub struct Session {
     template: EnvTemplate,
-    env: Box<dyn Env>,
+    env: ServedEnv,
     /// The per-episode settings the env was built with (empty: the server's own).
     extra: toml::Table,
     episode: Option<Episode>,
@@ -72,18 +57,19 @@ impl Session {
         let seed = params.seed.unwrap_or_else(rand::random);
         let text = self
             .env
+            .env_mut()
             .reset(seed)
             .map_err(|e| RequestError::env(&format!("reset with seed {seed}"), e))?;
         let episode = Episode {
             id: params.episode_id.unwrap_or_else(new_episode_id),
             seed,
             steps: 0,
-            done: self.env.is_done(),
+            done: self.env.env().is_done(),
             won: false,
             total_reward: 0.0,
         };
         let payload = observation_payload(
-            self.env.as_ref(),
+            self.env.env(),
             &text,
             None,
             episode.done,
@@ -107,7 +93,7 @@ impl Session {
                 "the episode is over: send a reset to start another",
             ));
         }
-        let step = self.env.step(response);
+        let step = self.env.env_mut().step(response);
         episode.steps += 1;
         episode.done = step.done;
         episode.won = step.won;
@@ -118,7 +104,7 @@ impl Session {
             info: step.info,
         };
         let payload = observation_payload(
-            self.env.as_ref(),
+            self.env.env(),
             &step.observation,
             Some(step.reward),
             step.done,
@@ -134,8 +120,8 @@ impl Session {
         let mut state = json!({
             "episode_id": Value::Null,
             "step_count": 0,
-            "env": self.env.name(),
-            "max_turns": self.env.max_turns(),
+            "env": self.env.env().name(),
+            "max_turns": self.env.env().max_turns(),
         });
         if let Some(e) = &self.episode {
             state["episode_id"] = e.id.clone().into();
@@ -144,21 +130,25 @@ impl Session {
             state["done"] = e.done.into();
             state["won"] = e.won.into();
             state["total_reward"] = e.total_reward.into();
+            if let Value::Object(m) = &mut state {
+                m.extend(self.env.trial_meta());
+            }
         }
         state
     }
 
     /// The env's rules block (how actions are written), for `/metadata`.
     pub fn rules(&self) -> String {
-        self.env.rules()
+        self.env.env().rules()
     }
 
     fn episode_meta(&self, e: &Episode) -> serde_json::Map<String, Value> {
         let mut meta = serde_json::Map::new();
-        meta.insert("env".into(), self.env.name().into());
+        meta.insert("env".into(), self.env.env().name().into());
         meta.insert("episode_id".into(), e.id.clone().into());
         meta.insert("seed".into(), e.seed.into());
         meta.insert("step_count".into(), e.steps.into());
+        meta.extend(self.env.trial_meta());
         meta
     }
 }
