@@ -159,3 +159,27 @@ def test_openenv_validate_passes_in_production_mode(serve, tmp_path):
     data = json.loads(report.read_text())
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert data["passed"] is True and data["mode"] == "production", data
+
+
+def test_a_trial_with_a_reflection_through_the_client(serve):
+    url = serve("sokoban", "--set", "max_turns=2", "--trial", "attempts=2,reflection=true")
+    with GenericEnvClient(base_url=url).sync() as client:
+        first = client.reset(seed=4)
+        initial = first.observation["text"]
+        assert first.metadata["phase"] == "play" and first.metadata["attempt"] == 1
+        replies = [client.step({"message": "I am not sure."}) for _ in range(2)]
+        assert not any(r.done for r in replies)
+        ask = replies[-1]
+        assert ask.metadata["phase"] == "reflect" and ask.metadata["attempt"] == 2
+        assert ask.metadata["attempt_reward"] == sum(r.reward for r in replies)
+        assert "<remark>" in ask.observation["text"]
+        play = client.step({"message": "<remark>push the box first</remark>"})
+        assert play.metadata["phase"] == "play" and play.reward == 0.0
+        text = play.observation["text"]
+        # The reflection is remembered, and the env restarted to the same initial state.
+        assert "Your reflection is: push the box first" in text
+        assert text.endswith(initial)
+        last = [client.step({"message": "<action>up</action>"}) for _ in range(2)][-1]
+        assert last.done and last.metadata["phase"] == "done"
+        assert len(last.metadata["attempt_rewards"]) == 2
+        assert client.state()["attempt"] == 2

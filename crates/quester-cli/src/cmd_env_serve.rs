@@ -1,7 +1,7 @@
 //! `quester env serve`: an env over OpenEnv's protocol (the quester-envserve crate).
 
 use anyhow::Context;
-use quester_envserve::{Mode, ServerConfig};
+use quester_envserve::{Mode, ServerConfig, TrialOptions};
 
 #[derive(clap::Args)]
 pub struct ServeArgs {
@@ -26,6 +26,11 @@ pub struct ServeArgs {
     /// OpenEnv's production mode: no HTTP /reset, /step, /state (episodes only over /ws).
     #[arg(long)]
     pub production: bool,
+    /// Serve each episode as a LaMer trial, e.g. `attempts=3,reflection=true` (keys:
+    /// attempts 1..=10, reflection true/false, memory reflection_only / history_only /
+    /// history_and_reflection / none).
+    #[arg(long, value_name = "OPTIONS")]
+    pub trial: Option<String>,
 }
 
 pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
@@ -41,6 +46,9 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
             .filter(|d| !d.is_zero())
             .context("--idle-timeout must be a positive number of seconds")?;
         config.idle_timeout = Some(idle);
+    }
+    if let Some(trial) = &args.trial {
+        config.env.trial = Some(TrialOptions::parse(trial).context("--trial")?);
     }
     if args.production {
         config.mode = Mode::Production;

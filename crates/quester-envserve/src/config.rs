@@ -1,6 +1,6 @@
 //! What `quester env serve` is asked to serve, and how.
 
-use crate::session::EnvTemplate;
+use crate::served::EnvTemplate;
 use std::time::Duration;
 
 /// OpenEnv's server modes: simulation has the stateless HTTP `/reset`, `/step`, `/state` (for
@@ -31,6 +31,7 @@ impl ServerConfig {
             env: EnvTemplate {
                 name: env.to_string(),
                 settings,
+                trial: None,
             },
             max_sessions: 64,
             max_message_bytes: 1 << 20,

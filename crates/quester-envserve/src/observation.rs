@@ -5,18 +5,21 @@
 
 use quester_envs::episode::{valid_actions, Episode, Outcome};
 use quester_envs::Env;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 /// Builds the payload. `reward` is `None` at reset (OpenEnv's convention); `outcome` is the
-/// step's, none at reset.
+/// step's, none at reset; `extra` joins the metadata (a trial's bookkeeping).
 pub fn observation_payload(
     env: &dyn Env,
     text: &str,
     reward: Option<f64>,
     episode: &Episode,
     outcome: Option<Outcome>,
+    extra: Map<String, Value>,
 ) -> Value {
-    let meta = Value::Object(episode.metadata(env, outcome));
+    let mut meta = episode.metadata(env, outcome);
+    meta.extend(extra);
+    let meta = Value::Object(meta);
     json!({
         "observation": {
             "text": text,

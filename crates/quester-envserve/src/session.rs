@@ -3,30 +3,15 @@
 
 use crate::error::RequestError;
 use crate::observation::observation_payload;
+use crate::served::{EnvTemplate, ServedEnv};
 use crate::wire::ResetParams;
 use quester_envs::episode::{self, Episode};
-use quester_envs::{Env, EnvError};
+use quester_envs::EnvError;
 use serde_json::Value;
-
-/// How to build the served env: its registry name and the server's settings.
-#[derive(Debug, Clone)]
-pub struct EnvTemplate {
-    pub name: String,
-    pub settings: toml::Table,
-}
-
-impl EnvTemplate {
-    /// Builds the env with `extra` settings on top of the server's.
-    pub fn build(&self, extra: &toml::Table) -> Result<Box<dyn Env>, EnvError> {
-        let mut table = self.settings.clone();
-        table.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
-        quester_envs::make_env(&self.name, table)
-    }
-}
 
 pub struct Session {
     template: EnvTemplate,
-    env: Box<dyn Env>,
+    env: ServedEnv,
     /// The per-episode settings the env was built with (empty: the server's own).
     extra: toml::Table,
     episode: Option<Episode>,
@@ -62,10 +47,18 @@ impl Session {
         let seed = params.seed.unwrap_or_else(rand::random);
         let text = self
             .env
+            .env_mut()
             .reset(seed)
             .map_err(|e| RequestError::env(&format!("reset with seed {seed}"), e))?;
-        let episode = Episode::start(self.env.as_ref(), seed, params.episode_id);
-        let payload = observation_payload(self.env.as_ref(), &text, None, &episode, None);
+        let episode = Episode::start(self.env.env(), seed, params.episode_id);
+        let payload = observation_payload(
+            self.env.env(),
+            &text,
+            None,
+            &episode,
+            None,
+            self.env.trial_meta(),
+        );
         self.episode = Some(episode);
         Ok(payload)
     }
@@ -83,27 +76,33 @@ impl Session {
                 "the episode is over: send a reset to start another",
             ));
         }
-        let step = self.env.step(response);
+        let step = self.env.env_mut().step(response);
         let (text, reward) = (step.observation.clone(), step.reward);
         let outcome = episode.record(step);
         let payload = observation_payload(
-            self.env.as_ref(),
+            self.env.env(),
             &text,
             Some(reward),
             &episode,
             Some(outcome),
+            self.env.trial_meta(),
         );
         self.episode = Some(episode);
         Ok(payload)
     }
 
-    /// OpenEnv's `State`: `episode_id` and `step_count`, plus what a trainer may log.
+    /// OpenEnv's `State`: `episode_id` and `step_count`, plus what a trainer may log (and a
+    /// trial's bookkeeping).
     pub fn state(&self) -> Value {
-        episode::state(self.env.as_ref(), self.episode.as_ref())
+        let mut state = episode::state(self.env.env(), self.episode.as_ref());
+        if let (Some(_), Value::Object(m)) = (&self.episode, &mut state) {
+            m.extend(self.env.trial_meta());
+        }
+        state
     }
 
     /// The env's rules block (how actions are written), for `/metadata`.
     pub fn rules(&self) -> String {
-        self.env.rules()
+        self.env.env().rules()
     }
 }

@@ -111,3 +111,38 @@ fn env_serve_refuses_a_bad_env_or_address_at_start() {
     ]));
     assert!(err.contains("cannot listen on not-an-address"), "{err}");
 }
+
+#[test]
+fn env_serve_trial_plays_attempts_and_refuses_bad_options() {
+    let (_server, addr) = start(&["sokoban", "--trial", "attempts=2,reflection=true"]);
+    let (status, reset) = http(&addr, "POST", "/reset", r#"{"seed": 5}"#);
+    assert_eq!(status, 200, "{reset}");
+    assert_eq!(reset["metadata"]["phase"], "play");
+    assert_eq!(reset["metadata"]["attempts"], 2);
+    let err = fails(quester(&[
+        "env",
+        "serve",
+        "sokoban",
+        "--trial",
+        "attempts=11",
+        "--addr",
+        "127.0.0.1:0",
+    ]));
+    assert!(
+        err.contains("`attempts`") && err.contains("1 to 10"),
+        "{err}"
+    );
+    let err = fails(quester(&[
+        "env",
+        "serve",
+        "sokoban",
+        "--trial",
+        "memory=everything",
+        "--addr",
+        "127.0.0.1:0",
+    ]));
+    assert!(
+        err.contains("`memory`") && err.contains("history_and_reflection"),
+        "{err}"
+    );
+}

@@ -38,7 +38,7 @@ struct Episode {
     end: Option<&'static str>,
     /// The simulator's answer to the last valid action (the look around at the start).
     text: String,
-    /// The simulator's answer to the last text sent (a replay must end with the same).
+    /// The simulator's answer to the last text sent (a replay compares its own with it).
     last_reply: String,
     /// Our note about the last step (an invalid action, a failure).
     notice: Option<String>,
@@ -50,6 +50,21 @@ struct Episode {
     visited: BTreeSet<String>,
     /// The gold-path expert's plan for this attempt, once asked for.
     expert: Option<GoldPlan>,
+    /// A replay that reached another state than the attempt had, not yet reported in a step.
+    diverged: Option<Divergence>,
+}
+
+/// A replay of an attempt's actions (after a crash, or for the gold-path expert) that reached
+/// another score or last answer than the attempt had: some tasks are not deterministic (see
+/// `docs/envs/scienceworld.md`).
+#[derive(Debug, Clone, PartialEq)]
+struct Divergence {
+    /// The score the agent last saw (its rewards so far add up to it).
+    old_score: i64,
+    /// The score the replay reached.
+    new_score: i64,
+    /// Whether the last answer differs (beyond the order of list items).
+    answer_changed: bool,
 }
 
 /// The room's name from `look around` ("This room is called the kitchen. ...").
@@ -397,6 +412,11 @@ impl ScienceWorldEnv {
     /// Runs one action and reads back what the observation needs.
     fn advance(&self, server: &mut Server, action: &str) -> Result<Advance, ServerError> {
         let text = server.call_str("step", &[super::py4j::Arg::Str(action)])?;
+        self.observe(server, text)
+    }
+
+    /// Reads back what the observation needs after an action that answered `text`.
+    fn observe(&self, server: &mut Server, text: String) -> Result<Advance, ServerError> {
         if text.trim() == UNKNOWN_ACTION {
             return Ok(Advance {
                 text,
@@ -469,11 +489,12 @@ impl ScienceWorldEnv {
             valid: first.valid,
             visited,
             expert: None,
+            diverged: None,
         })
     }
 
-    /// Starts a new simulator and brings it to `ep`'s state by replaying `sent`; checks that
-    /// the replay reached the same score and text.
+    /// Starts a new simulator and brings it to `ep`'s state by replaying `sent` (see
+    /// [`Self::replay`]).
     fn restore(&self, inner: &mut Inner, ep: &Episode, sent: &[String]) -> Result<(), ServerError> {
         inner.server = None;
         inner.recoveries += 1;
@@ -481,41 +502,67 @@ impl ScienceWorldEnv {
     }
 
     /// Loads `ep`'s task fresh on the current (or a new) server and replays `sent` onto it.
+    ///
+    /// When the replay reaches another score or last answer than `ep` had (some tasks are not
+    /// deterministic: pollination, circuits, thermometer readings, which of like objects), the attempt goes on from
+    /// the state the simulator reached, and the next step reports the difference
+    /// ([`Divergence`]). Not restarted: the agent's history (its actions, in order) stays
+    /// true, and the new state is one the same actions can reach; a restart would drop turns
+    /// the agent has already spent.
     fn replay(&self, inner: &mut Inner, ep: &Episode, sent: &[String]) -> Result<(), ServerError> {
         let server = self.server(inner)?;
         let mut fresh = self.load_fresh(server, ep.task, ep.variation)?;
         let mut last = None;
+        // The answer to the last action the simulator understood (an observation's text).
+        let mut last_known = None;
         for a in sent {
-            last = Some(server.call_str("step", &[super::py4j::Arg::Str(a)])?);
+            let reply = server.call_str("step", &[super::py4j::Arg::Str(a)])?;
+            if reply.trim() != UNKNOWN_ACTION {
+                last_known = Some(reply.clone());
+            }
+            last = Some(reply);
         }
-        if !sent.is_empty() {
+        let diverged = if sent.is_empty() {
+            None
+        } else {
             let score = (100.0 * server.call_f64("getScore")?).round() as i64;
-            let same_text = last
+            let answer_changed = !last
                 .as_deref()
                 .is_some_and(|l| same_up_to_order(l, &ep.last_reply));
-            if score != ep.score || !same_text {
-                return Err(ServerError::Simulator(format!(
-                    "the replay of {} actions reached score {score} and text {:?}, not score \
-                     {} and {:?}",
-                    sent.len(),
-                    cut(last.as_deref().unwrap_or(""), 80),
-                    ep.score,
-                    cut(&ep.last_reply, 80)
-                )));
-            }
-        }
+            (score != ep.score || answer_changed).then(|| Divergence {
+                // An earlier divergence not yet reported keeps the score the agent saw.
+                old_score: ep.diverged.as_ref().map_or(ep.score, |d| d.old_score),
+                new_score: score,
+                answer_changed,
+            })
+        };
         fresh.sent = sent.to_vec();
         fresh.turns = ep.turns;
-        fresh.score = ep.score;
-        fresh.moves = ep.moves;
-        fresh.text = ep.text.clone();
-        fresh.last_reply = ep.last_reply.clone();
-        fresh.room = ep.room.clone();
-        fresh.inventory = ep.inventory.clone();
-        fresh.valid = ep.valid.clone();
         fresh.visited = ep.visited.clone();
         fresh.notice = ep.notice.clone();
         fresh.expert = ep.expert.clone();
+        if let Some(d) = diverged {
+            let text = last_known.unwrap_or_else(|| fresh.text.clone());
+            let now = self.observe(server, text)?;
+            fresh.score = d.new_score;
+            fresh.moves = now.moves;
+            fresh.text = now.text;
+            fresh.last_reply = last.unwrap_or_default();
+            fresh.visited.extend(location_of(&now.room));
+            fresh.room = now.room;
+            fresh.inventory = now.inventory;
+            fresh.valid = now.valid;
+            fresh.diverged = Some(d);
+        } else {
+            fresh.score = ep.score;
+            fresh.moves = ep.moves;
+            fresh.text = ep.text.clone();
+            fresh.last_reply = ep.last_reply.clone();
+            fresh.room = ep.room.clone();
+            fresh.inventory = ep.inventory.clone();
+            fresh.valid = ep.valid.clone();
+            fresh.diverged = ep.diverged.clone();
+        }
         inner.episode = Some(fresh);
         Ok(())
     }
@@ -595,6 +642,131 @@ impl ScienceWorldEnv {
             won: ep.won,
             valid: false,
             info,
+        }
+    }
+
+    /// One step; a divergence found on the way is left in the episode for [`Env::step`].
+    fn step_locked(&self, inner: &mut Inner, response: &str) -> Step {
+        let Some(ep) = inner.episode.as_ref() else {
+            return Step::unchanged(String::new(), false, false, "not_reset");
+        };
+        if ep.done {
+            return Step::unchanged(self.render(ep), true, ep.won, "episode_over");
+        }
+        let Some(raw) = extract_action(response) else {
+            return self.invalid(
+                inner,
+                "no_action",
+                "Invalid action: no <action>...</action> in the reply; nothing happened.".into(),
+            );
+        };
+        let action = clean_action(raw);
+        if action.is_empty() {
+            return self.invalid(
+                inner,
+                "empty_action",
+                "Invalid action: the <action> tag is empty; nothing happened.".into(),
+            );
+        }
+        if action.chars().count() > MAX_ACTION_CHARS {
+            return self.invalid(
+                inner,
+                "too_long",
+                format!(
+                    "Invalid action: longer than {MAX_ACTION_CHARS} characters; nothing happened."
+                ),
+            );
+        }
+        // The score the agent last saw: after a divergence its rewards still add up to the
+        // score (the replay's change lands in this step's reward).
+        let before = {
+            let ep = inner.episode.as_ref().expect("checked");
+            ep.diverged.as_ref().map_or(ep.score, |d| d.old_score)
+        };
+        match self.send(inner, &action) {
+            Err(e) => {
+                // Nothing more can be done for this attempt: end it, say why.
+                let ep = inner.episode.as_mut().expect("checked");
+                ep.turns += 1;
+                ep.done = true;
+                ep.end = Some("the simulator failed");
+                ep.notice = Some(format!("The simulator failed: {e}"));
+                ep.valid = None;
+                let mut info = Info::new();
+                info.insert("outcome".into(), "simulator_failed".into());
+                info.insert("error".into(), e.to_string().into());
+                let ep = inner.episode.as_ref().expect("checked");
+                Step {
+                    observation: self.render(ep),
+                    reward: 0.0,
+                    done: true,
+                    won: false,
+                    valid: false,
+                    info,
+                }
+            }
+            Ok(a) => {
+                let ep = inner.episode.as_mut().expect("checked");
+                ep.sent.push(action.clone());
+                ep.last_reply = a.text.clone();
+                if a.text.trim() == UNKNOWN_ACTION {
+                    // ScienceWorld changed nothing; keep the state as it was.
+                    let shown = cut(&action, 80);
+                    return self.invalid(
+                        inner,
+                        "unknown_action",
+                        format!("Invalid action: `{shown}`. {UNKNOWN_ACTION}"),
+                    );
+                }
+                ep.turns += 1;
+                ep.notice = None;
+                ep.text = a.text;
+                ep.score = a.score;
+                ep.moves = a.moves;
+                ep.visited.extend(location_of(&a.room));
+                ep.room = a.room;
+                ep.inventory = a.inventory;
+                ep.valid = a.valid;
+                ep.won = a.completed && a.score >= 100;
+                if a.completed {
+                    ep.done = true;
+                    ep.end = Some(if ep.won {
+                        "task completed"
+                    } else {
+                        "task failed"
+                    });
+                } else if a.score < 0 {
+                    ep.done = true;
+                    ep.end = Some("task failed");
+                } else if a.moves > self.plan.env_step_limit {
+                    ep.done = true;
+                    ep.end = Some("simulator step limit");
+                }
+                self.finish_turn(ep);
+                let reward = self.plan.reward_scale * (a.score - before) as f64 / 100.0;
+                let mut info = Info::new();
+                info.insert("outcome".into(), "stepped".into());
+                info.insert("action".into(), action.into());
+                info.insert("score".into(), a.score.into());
+                info.insert("moves".into(), a.moves.into());
+                info.insert("turn".into(), ep.turns.into());
+                info.insert("completed".into(), a.completed.into());
+                if let Some(end) = ep.end {
+                    info.insert("end".into(), end.into());
+                }
+                if ep.done && !ep.won {
+                    info.insert("truncated".into(), (ep.end == Some("turn limit")).into());
+                }
+                let ep = inner.episode.as_ref().expect("checked");
+                Step {
+                    observation: self.render(ep),
+                    reward,
+                    done: ep.done,
+                    won: ep.won,
+                    valid: true,
+                    info,
+                }
+            }
         }
     }
 
@@ -696,122 +868,16 @@ impl Env for ScienceWorldEnv {
 
     fn step(&mut self, response: &str) -> Step {
         let mut inner = self.lock();
-        let Some(ep) = inner.episode.as_ref() else {
-            return Step::unchanged(String::new(), false, false, "not_reset");
-        };
-        if ep.done {
-            return Step::unchanged(self.render(ep), true, ep.won, "episode_over");
+        let mut step = self.step_locked(&mut inner, response);
+        if let Some(d) = inner.episode.as_mut().and_then(|e| e.diverged.take()) {
+            step.info.insert("recovered".into(), "diverged".into());
+            step.info.insert("old_score".into(), d.old_score.into());
+            step.info
+                .insert("replayed_score".into(), d.new_score.into());
+            step.info
+                .insert("answer_changed".into(), d.answer_changed.into());
         }
-        let Some(raw) = extract_action(response) else {
-            return self.invalid(
-                &mut inner,
-                "no_action",
-                "Invalid action: no <action>...</action> in the reply; nothing happened.".into(),
-            );
-        };
-        let action = clean_action(raw);
-        if action.is_empty() {
-            return self.invalid(
-                &mut inner,
-                "empty_action",
-                "Invalid action: the <action> tag is empty; nothing happened.".into(),
-            );
-        }
-        if action.chars().count() > MAX_ACTION_CHARS {
-            return self.invalid(
-                &mut inner,
-                "too_long",
-                format!(
-                    "Invalid action: longer than {MAX_ACTION_CHARS} characters; nothing happened."
-                ),
-            );
-        }
-        let before = inner.episode.as_ref().expect("checked").score;
-        match self.send(&mut inner, &action) {
-            Err(e) => {
-                // Nothing more can be done for this attempt: end it, say why.
-                let ep = inner.episode.as_mut().expect("checked");
-                ep.turns += 1;
-                ep.done = true;
-                ep.end = Some("the simulator failed");
-                ep.notice = Some(format!("The simulator failed: {e}"));
-                ep.valid = None;
-                let mut info = Info::new();
-                info.insert("outcome".into(), "simulator_failed".into());
-                info.insert("error".into(), e.to_string().into());
-                let ep = inner.episode.as_ref().expect("checked");
-                Step {
-                    observation: self.render(ep),
-                    reward: 0.0,
-                    done: true,
-                    won: false,
-                    valid: false,
-                    info,
-                }
-            }
-            Ok(a) => {
-                let ep = inner.episode.as_mut().expect("checked");
-                ep.sent.push(action.clone());
-                ep.last_reply = a.text.clone();
-                if a.text.trim() == UNKNOWN_ACTION {
-                    // ScienceWorld changed nothing; keep the state as it was.
-                    let shown = cut(&action, 80);
-                    return self.invalid(
-                        &mut inner,
-                        "unknown_action",
-                        format!("Invalid action: `{shown}`. {UNKNOWN_ACTION}"),
-                    );
-                }
-                ep.turns += 1;
-                ep.notice = None;
-                ep.text = a.text;
-                ep.score = a.score;
-                ep.moves = a.moves;
-                ep.visited.extend(location_of(&a.room));
-                ep.room = a.room;
-                ep.inventory = a.inventory;
-                ep.valid = a.valid;
-                ep.won = a.completed && a.score >= 100;
-                if a.completed {
-                    ep.done = true;
-                    ep.end = Some(if ep.won {
-                        "task completed"
-                    } else {
-                        "task failed"
-                    });
-                } else if a.score < 0 {
-                    ep.done = true;
-                    ep.end = Some("task failed");
-                } else if a.moves > self.plan.env_step_limit {
-                    ep.done = true;
-                    ep.end = Some("simulator step limit");
-                }
-                self.finish_turn(ep);
-                let reward = self.plan.reward_scale * (a.score - before) as f64 / 100.0;
-                let mut info = Info::new();
-                info.insert("outcome".into(), "stepped".into());
-                info.insert("action".into(), action.into());
-                info.insert("score".into(), a.score.into());
-                info.insert("moves".into(), a.moves.into());
-                info.insert("turn".into(), ep.turns.into());
-                info.insert("completed".into(), a.completed.into());
-                if let Some(end) = ep.end {
-                    info.insert("end".into(), end.into());
-                }
-                if ep.done && !ep.won {
-                    info.insert("truncated".into(), (ep.end == Some("turn limit")).into());
-                }
-                let ep = inner.episode.as_ref().expect("checked");
-                Step {
-                    observation: self.render(ep),
-                    reward,
-                    done: ep.done,
-                    won: ep.won,
-                    valid: true,
-                    info,
-                }
-            }
-        }
+        step
     }
 
     fn observation(&self) -> String {

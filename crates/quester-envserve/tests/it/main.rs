@@ -5,3 +5,4 @@ mod capacity;
 mod common;
 mod episodes;
 mod http;
+mod trial;
