@@ -4,7 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo test --workspace "$@"
-# With no arguments (the whole suite): `quester env serve` against OpenEnv's real Python client.
+# With no arguments (the whole suite): `quester env serve` against OpenEnv's real Python client,
+# and the Python package's own suite.
 if [ $# -eq 0 ]; then
   scripts/openenv-client-test.sh
+  scripts/python-package-test.sh
 fi
