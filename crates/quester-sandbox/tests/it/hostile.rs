@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use crate::common::{assert_in_time, assert_nothing_left, quick_limits, sandbox, unique};
-use quester_sandbox::{Execution, Layers, Sandbox, Termination, TestReport};
+use quester_sandbox::{Execution, Layers, Limits, Sandbox, Termination, TestReport};
 
 const CHECK3: &str = "def check(candidate):\n    assert candidate(1) == 1\n    assert candidate(2) == 2\n    assert candidate(3) == 3\n";
 
@@ -232,8 +232,16 @@ fn memory_hogs_hit_the_limit() {
     assert_eq!(report.passed, vec![0, 2], "{report:?}");
     assert_eq!(report.failures[0].message, "MemoryError");
 
+    // Filling memory 64 MiB at a time takes seconds on a loaded 2-core machine: a roomier wall
+    // and CPU limit, so the memory limit is what ends it.
+    let roomy = Sandbox::new(Limits {
+        wall: std::time::Duration::from_secs(30),
+        cpu_seconds: 25,
+        ..quick_limits()
+    })
+    .expect("sandbox");
     let execution = program(
-        &sb,
+        &roomy,
         "blocks = []\nwhile True:\n    blocks.append(bytearray(2**26))\n",
         b"",
     );
