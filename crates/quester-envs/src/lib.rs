@@ -24,6 +24,7 @@ pub mod scienceworld;
 pub mod sokoban;
 pub mod spec;
 pub mod tictactoe;
+pub mod trial_memory;
 pub mod webshop;
 
 pub use check::{check_env, check_env_with, CheckError};

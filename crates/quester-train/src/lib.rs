@@ -15,7 +15,6 @@ pub mod demos;
 pub mod error;
 pub mod export;
 pub mod locate;
-pub mod memory;
 pub mod method;
 pub mod opponents;
 pub mod policy;

@@ -3,9 +3,9 @@
 
 use super::memory::{
     action_text, earlier_attempts, play_observation, reflect_observation, reflection_text,
-    AttemptRecord, TurnRecord,
 };
 use super::options::TrialOptions;
+use quester_envs::trial_memory::{AttemptRecord, TurnRecord};
 use quester_envs::{Env, EnvError, Info, Step};
 use serde_json::{Map, Value};
 
@@ -150,6 +150,7 @@ impl TrialEnv {
         self.reward_sum = 0.0;
         self.records.push(AttemptRecord {
             turns: std::mem::take(&mut self.current),
+            won,
             reflection: None,
         });
         if won || self.attempt + 1 >= self.options.attempts {

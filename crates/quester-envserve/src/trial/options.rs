@@ -8,49 +8,17 @@ const MEMORY_NAMES: &str = "reflection_only (reflection), history_only (history)
                             history_and_reflection, none";
 pub const MAX_ATTEMPTS: usize = 10;
 
-/// What later observations remember of earlier attempts (the trainer's `reflection_type`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MemoryKind {
-    ReflectionOnly,
-    HistoryOnly,
-    HistoryAndReflection,
-    /// Nothing: attempts are independent.
-    None,
-}
+pub use quester_envs::trial_memory::MemoryKind;
 
-impl MemoryKind {
-    fn parse(s: &str) -> Option<MemoryKind> {
-        Some(match s {
-            "reflection_only" | "reflection" => MemoryKind::ReflectionOnly,
-            "history_only" | "history" => MemoryKind::HistoryOnly,
-            "history_and_reflection" => MemoryKind::HistoryAndReflection,
-            "none" => MemoryKind::None,
-            _ => return None,
-        })
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MemoryKind::ReflectionOnly => "reflection_only",
-            MemoryKind::HistoryOnly => "history_only",
-            MemoryKind::HistoryAndReflection => "history_and_reflection",
-            MemoryKind::None => "none",
-        }
-    }
-
-    pub fn shows_history(self) -> bool {
-        matches!(
-            self,
-            MemoryKind::HistoryOnly | MemoryKind::HistoryAndReflection
-        )
-    }
-
-    pub fn shows_reflection(self) -> bool {
-        matches!(
-            self,
-            MemoryKind::ReflectionOnly | MemoryKind::HistoryAndReflection
-        )
-    }
+/// A `memory` value: the trainer's names, and short aliases for the command line.
+fn parse_memory(s: &str) -> Option<MemoryKind> {
+    Some(match s {
+        "reflection_only" | "reflection" => MemoryKind::ReflectionOnly,
+        "history_only" | "history" => MemoryKind::HistoryOnly,
+        "history_and_reflection" => MemoryKind::HistoryAndReflection,
+        "none" => MemoryKind::None,
+        _ => return None,
+    })
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -128,7 +96,7 @@ impl TrialOptions {
                     })
                     .is_some(),
                 "memory" => memory
-                    .replace(MemoryKind::parse(value).ok_or_else(|| bad("memory", MEMORY_NAMES))?)
+                    .replace(parse_memory(value).ok_or_else(|| bad("memory", MEMORY_NAMES))?)
                     .is_some(),
                 other => return Err(TrialOptionError::UnknownKey(other.to_string())),
             };

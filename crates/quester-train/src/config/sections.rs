@@ -165,16 +165,9 @@ impl Default for PromptSection {
     }
 }
 
-/// What earlier attempts leave in the play prompt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ReflectionType {
-    ReflectionOnly,
-    HistoryOnly,
-    HistoryAndReflection,
-    /// Nothing: attempts are independent (RL baselines evaluated with k attempts).
-    None,
-}
+/// What earlier attempts leave in the play prompt: quester-envs' memory kind, which the served
+/// trials share.
+pub use quester_envs::trial_memory::MemoryKind as ReflectionType;
 
 /// `[algorithm]`: the method and its trials; the advantage and loss settings are the
 /// libraries' own tables.

@@ -8,13 +8,13 @@
 //! of its own (MAGE's opponent and seat).
 
 use indicatif::ProgressBar;
+use quester_envs::trial_memory::{
+    action_text, attempt_transcript, earlier_attempts, recent_turns, AttemptRecord, TurnRecord,
+};
 use quester_envs::{Env, EnvError};
 
 use crate::config::ReflectionType;
 use crate::error::TrainError;
-use crate::memory::{
-    action_text, attempt_transcript, earlier_attempts, recent_turns, AttemptRecord, TurnRecord,
-};
 use crate::policy::{ChatMessage, GenRequest, Policy, SamplingParams};
 use crate::prompts::{render, PromptTemplates};
 use crate::rng::derive;

@@ -31,13 +31,13 @@ use super::registry::{no_defaults, MethodSpec, TableSpec};
 use super::{Common, PassContext, TrainingMethod};
 use crate::config::{MethodTable, TrainConfig};
 use crate::error::TrainError;
-use crate::memory::action_text;
 use crate::policy::{ChatMessage, GenRequest, SamplingParams};
 use crate::rng::{derive, purpose};
 use crate::rollout::{RolloutSpec, TurnContext};
 use crate::sample::{OldLogprobs, Sample, SampleKind, SampleRole, Trial};
 use embedding::CachedEmbedder;
 use memory::{Embedder, MemoryEntry, TipMemory};
+use quester_envs::trial_memory::action_text;
 use tips::Mode;
 
 /// Which log-probs divide the off-policy ratio.

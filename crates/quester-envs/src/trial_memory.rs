@@ -1,11 +1,52 @@
-//! What a prompt remembers: earlier attempts of the trial (reflections and/or trajectories) and
-//! the recent turns of the current attempt (a window; only the newest observations in full).
+//! What a LaMer prompt remembers: earlier attempts of the trial (reflections and/or
+//! trajectories) and the recent turns of the current attempt. One wording, shared by the
+//! trainer (quester-train's rollouts) and the served trials (quester-envserve's `--trial`), so a
+//! model trained by quester sees the same memory when it plays over the server.
 
-use crate::config::ReflectionType;
+use serde::{Deserialize, Serialize};
+
+/// What earlier attempts leave in the play prompt (the trainer's `reflection_type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryKind {
+    ReflectionOnly,
+    HistoryOnly,
+    HistoryAndReflection,
+    /// Nothing: attempts are independent (RL baselines evaluated with k attempts).
+    None,
+}
+
+impl MemoryKind {
+    /// The name as configs write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemoryKind::ReflectionOnly => "reflection_only",
+            MemoryKind::HistoryOnly => "history_only",
+            MemoryKind::HistoryAndReflection => "history_and_reflection",
+            MemoryKind::None => "none",
+        }
+    }
+
+    /// Whether earlier attempts' trajectories are shown.
+    pub fn shows_history(self) -> bool {
+        matches!(
+            self,
+            MemoryKind::HistoryOnly | MemoryKind::HistoryAndReflection
+        )
+    }
+
+    /// Whether earlier attempts' reflections are shown.
+    pub fn shows_reflection(self) -> bool {
+        matches!(
+            self,
+            MemoryKind::ReflectionOnly | MemoryKind::HistoryAndReflection
+        )
+    }
+}
 
 /// One played turn as the prompt shows it.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct TurnRecord {
+pub struct TurnRecord {
     /// The observation the action was taken in.
     pub observation: String,
     /// The parsed action (or the response cut short when nothing could be parsed).
@@ -18,18 +59,18 @@ pub(crate) struct TurnRecord {
 
 /// A finished attempt.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub(crate) struct AttemptRecord {
+pub struct AttemptRecord {
     pub turns: Vec<TurnRecord>,
     pub won: bool,
     pub reflection: Option<String>,
 }
 
 /// How many characters of an unparsable response the history shows.
-const RAW_ACTION_CHARS: usize = 120;
+pub const RAW_ACTION_CHARS: usize = 120;
 
 /// The action text the history shows for a response.
-pub(crate) fn action_text(response: &str) -> String {
-    match quester_envs::action::extract_action(response) {
+pub fn action_text(response: &str) -> String {
+    match crate::action::extract_action(response) {
         Some(a) => a.to_string(),
         None => {
             let cut: String = response.chars().take(RAW_ACTION_CHARS).collect();
@@ -40,7 +81,7 @@ pub(crate) fn action_text(response: &str) -> String {
 
 /// The recent turns of the current attempt: the last `window` turns, with the observation in
 /// full for the newest `full` of them and only the action for the older ones.
-pub(crate) fn recent_turns(turns: &[TurnRecord], window: usize, full: usize) -> String {
+pub fn recent_turns(turns: &[TurnRecord], window: usize, full: usize) -> String {
     if turns.is_empty() || window == 0 {
         return String::new();
     }
@@ -66,9 +107,9 @@ pub(crate) fn recent_turns(turns: &[TurnRecord], window: usize, full: usize) -> 
     s
 }
 
-/// The failed attempt as the reflection prompt shows it: the last `window` turns with every
+/// An attempt as the reflection prompt shows it: the last `window` turns with every
 /// observation in full, then the final observation.
-pub(crate) fn attempt_transcript(turns: &[TurnRecord], window: usize) -> String {
+pub fn attempt_transcript(turns: &[TurnRecord], window: usize) -> String {
     let start = turns.len().saturating_sub(window);
     let mut s = String::new();
     for (i, t) in turns.iter().enumerate().skip(start) {
@@ -89,35 +130,28 @@ pub(crate) fn attempt_transcript(turns: &[TurnRecord], window: usize) -> String 
     s
 }
 
-/// The earlier-attempts block of a play prompt (empty in the first attempt or for `None`).
-pub(crate) fn earlier_attempts(
+/// The earlier-attempts block of a play prompt (empty in the first attempt or for
+/// `MemoryKind::None`); trajectories show their last `window` turns.
+pub fn earlier_attempts(
     attempts: &[AttemptRecord],
-    kind: ReflectionType,
+    kind: MemoryKind,
     initial_state: &str,
     window: usize,
 ) -> String {
-    if attempts.is_empty() || kind == ReflectionType::None {
+    if attempts.is_empty() || kind == MemoryKind::None {
         return String::new();
     }
     let mut s = format!("Initial state of this task:\n{initial_state}\n\n");
     for (j, a) in attempts.iter().enumerate() {
         s.push_str(&format!("On trial #{} the task was NOT completed.", j + 1));
-        let show_history = matches!(
-            kind,
-            ReflectionType::HistoryOnly | ReflectionType::HistoryAndReflection
-        );
-        let show_reflection = matches!(
-            kind,
-            ReflectionType::ReflectionOnly | ReflectionType::HistoryAndReflection
-        );
-        if show_history {
+        if kind.shows_history() {
             s.push_str(" Its trajectory:\n");
             s.push_str(&attempt_transcript(&a.turns, window));
         }
-        if show_reflection {
+        if kind.shows_reflection() {
             let r = a.reflection.as_deref().unwrap_or("");
             s.push_str(&format!(" Your reflection is: {r}\n"));
-        } else if !show_history {
+        } else if !kind.shows_history() {
             s.push('\n');
         }
     }
@@ -145,38 +179,43 @@ mod tests {
         let s = recent_turns(&turns, 7, 2);
         assert!(!s.contains("a2 ") && s.contains("Action 4: a3"));
         assert!(s.contains("obs8") && s.contains("obs9") && !s.contains("obs7"));
+        assert_eq!(recent_turns(&[], 7, 2), "");
     }
 
     #[test]
-    fn reflection_only_memory() {
+    fn memory_kinds_show_what_they_name() {
         let a = AttemptRecord {
             turns: vec![turn(0)],
             won: false,
             reflection: Some("go left".into()),
         };
-        let s = earlier_attempts(
-            std::slice::from_ref(&a),
-            ReflectionType::ReflectionOnly,
-            "init",
-            7,
-        );
+        let one = std::slice::from_ref(&a);
+        let s = earlier_attempts(one, MemoryKind::ReflectionOnly, "init", 7);
         assert!(s.contains("On trial #1 the task was NOT completed. Your reflection is: go left"));
         assert!(!s.contains("a0"));
-        let h = earlier_attempts(
-            std::slice::from_ref(&a),
-            ReflectionType::HistoryOnly,
-            "init",
-            7,
-        );
+        let h = earlier_attempts(one, MemoryKind::HistoryOnly, "init", 7);
         assert!(h.contains("Action 1: a0") && !h.contains("go left"));
-        let b = earlier_attempts(
-            std::slice::from_ref(&a),
-            ReflectionType::HistoryAndReflection,
-            "i",
-            7,
-        );
+        let b = earlier_attempts(one, MemoryKind::HistoryAndReflection, "i", 7);
         assert!(b.contains("Action 1: a0") && b.contains("go left"));
-        assert_eq!(earlier_attempts(&[a], ReflectionType::None, "i", 7), "");
+        assert_eq!(earlier_attempts(&[a], MemoryKind::None, "i", 7), "");
+    }
+
+    /// The exact wording, which trained models have seen: any change here is a change of the
+    /// prompts.
+    #[test]
+    fn wording_is_fixed() {
+        let a = AttemptRecord {
+            turns: vec![turn(1), turn(2)],
+            won: false,
+            reflection: Some("go left".into()),
+        };
+        assert_eq!(
+            earlier_attempts(&[a], MemoryKind::HistoryAndReflection, "init", 7),
+            "Initial state of this task:\ninit\n\nOn trial #1 the task was NOT completed. Its \
+             trajectory:\nObservation 1:\nobs1\nAction 1: a1 -> reward 0\nObservation 2:\n\
+             obs2\nAction 2: a2 (invalid) -> reward 0\nFinal observation:\nobs3\n Your \
+             reflection is: go left\n\n"
+        );
     }
 
     #[test]
