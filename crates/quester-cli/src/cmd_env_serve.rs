@@ -13,7 +13,7 @@ pub struct ServeArgs {
     /// Address to listen on (port 0: any free port; the log names it).
     #[arg(long, default_value = "127.0.0.1:8000")]
     pub addr: String,
-    /// Live WebSocket sessions at most; one more is refused with CAPACITY_REACHED.
+    /// Live sessions at most (WebSocket and HTTP MCP ones together); one more is refused.
     #[arg(long, default_value_t = 64)]
     pub max_sessions: usize,
     /// Longest client message in bytes; a longer one gets an error reply.

@@ -15,7 +15,7 @@ pub enum Mode {
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     pub env: EnvTemplate,
-    /// Live WebSocket sessions at most; one more gets `CAPACITY_REACHED`.
+    /// Live sessions at most (WebSocket and HTTP MCP ones together); one more is refused.
     pub max_sessions: usize,
     /// Longest client message (bytes) that is read; a longer one gets an error reply.
     pub max_message_bytes: usize,

@@ -1,7 +1,7 @@
 //! quester's environments over OpenEnv's wire protocol (spec version 1, as `openenv` 0.10.0
 //! speaks it), so that Python RL trainers (TRL, SkyRL, ART) can play them: a stateful
 //! WebSocket session per connection on `/ws`, OpenEnv's stateless HTTP `/reset`, `/step`,
-//! `/state`, and `/health`, `/metadata`, `/schema`, `/openapi.json`, `/mcp` (no tools yet).
+//! `/state`, and `/health`, `/metadata`, `/schema`, `/openapi.json`, `/mcp` (MCP tools `reset`, `step`, `state`).
 //! `docs/env-server.md` describes the protocol subset.
 
 mod blocking;

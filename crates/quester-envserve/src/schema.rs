@@ -95,7 +95,7 @@ pub fn openapi(mode: Mode) -> Value {
         "/health": {"get": op("Health check", None)},
         "/metadata": {"get": op("Environment metadata", None)},
         "/schema": {"get": op("Action, observation and state schemas", None)},
-        "/mcp": {"post": op("MCP JSON-RPC (no tools yet)", Some(json!({"type": "object"})))},
+        "/mcp": {"post": op("MCP JSON-RPC: tools reset, step, state", Some(json!({"type": "object"})))},
     });
     if mode == Mode::Simulation {
         let reset_body = json!({

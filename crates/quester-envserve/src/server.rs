@@ -3,6 +3,7 @@
 use crate::capacity::Slots;
 use crate::config::{Mode, ServerConfig};
 use crate::error::ServeError;
+use crate::mcp::McpSessions;
 use crate::session::Session;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
@@ -19,6 +20,8 @@ pub struct App {
     pub slots: Arc<Slots>,
     /// `GET /metadata`'s body, fixed at start.
     pub metadata: Value,
+    /// The HTTP MCP sessions (`/mcp`'s `openenv/session/create`).
+    pub mcp: McpSessions,
 }
 
 /// A bound server, not yet answering.
@@ -52,7 +55,9 @@ impl Server {
             slots: Slots::new(config.max_sessions.max(1)),
             metadata,
             config,
+            mcp: McpSessions::default(),
         });
+        crate::mcp::spawn_reaper(&app);
         Ok(Server {
             listener,
             router: router(app),

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 pub const ACTION_FIELD: &str = "message";
 
 /// Longest `episode_id` OpenEnv's `ResetRequest` accepts.
-const MAX_EPISODE_ID: usize = 255;
+pub const MAX_EPISODE_ID: usize = 255;
 
 /// One client message on `/ws`.
 #[derive(Debug, Clone, PartialEq)]

@@ -5,4 +5,5 @@ mod capacity;
 mod common;
 mod episodes;
 mod http;
+mod mcp;
 mod trial;
