@@ -100,9 +100,15 @@ pub fn state(env: &dyn Env, episode: Option<&Episode>) -> Value {
     state
 }
 
-/// A random episode id (128 bits, hex).
+/// A random episode id (128 bits, 32 lowercase hex digits). Written by hand: `format!`'s
+/// padding machinery was a visible part of a MineSweeper reset from Python.
 pub fn new_episode_id() -> String {
-    format!("{:032x}", rand::random::<u128>())
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let n = rand::random::<u128>();
+    (0..32)
+        .rev()
+        .map(|i| char::from(HEX[((n >> (4 * i)) & 0xf) as usize]))
+        .collect()
 }
 
 /// A JSON value as a TOML one (env settings are TOML tables); `None` where it holds a null,
@@ -154,6 +160,16 @@ mod tests {
         let state = state(env.as_ref(), Some(&episode));
         assert_eq!(state["step_count"], episode.steps);
         assert_eq!(state["done"], true);
+    }
+
+    #[test]
+    fn episode_ids_are_32_lowercase_hex_digits() {
+        let a = new_episode_id();
+        assert_eq!(a.len(), 32);
+        assert!(a
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
+        assert_ne!(a, new_episode_id());
     }
 
     #[test]

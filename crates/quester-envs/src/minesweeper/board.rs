@@ -1,5 +1,7 @@
 //! The MineSweeper board: mines, neighbour counts, opened cells and the flood-fill reveal.
 
+use std::fmt::Write;
+
 /// What a click did to the board.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reveal {
@@ -119,8 +121,8 @@ impl Board {
             if self.counts[cr * self.cols + cc] != 0 {
                 continue;
             }
-            let next: Vec<(usize, usize)> = self.neighbours(cr, cc).collect();
-            for (nr, nc) in next {
+            // The neighbours of a cell, not borrowing the board (which is opened meanwhile).
+            for (nr, nc) in neighbour_cells(self.rows, self.cols, cr, cc) {
                 let j = nr * self.cols + nc;
                 // A zero has no mine around it, so its neighbours are all safe.
                 if !self.open[j] {
@@ -141,7 +143,8 @@ impl Board {
             if r > 0 {
                 out.push('\n');
             }
-            out.push_str(&format!("Row {}:", r + 1));
+            // `write!` into the buffer: no String per row.
+            let _ = write!(out, "Row {}:", r + 1);
             for c in 0..self.cols {
                 let i = r * self.cols + c;
                 let ch = if self.mine[i] && (self.open[i] || show_mines) {
@@ -165,15 +168,24 @@ impl Board {
     }
 
     fn neighbours(&self, r: usize, c: usize) -> impl Iterator<Item = (usize, usize)> {
-        let (rows, cols) = (self.rows, self.cols);
-        (-1i64..=1)
-            .flat_map(|dr| (-1i64..=1).map(move |dc| (dr, dc)))
-            .filter(|&d| d != (0, 0))
-            .filter_map(move |(dr, dc)| {
-                let nr = r as i64 + dr;
-                let nc = c as i64 + dc;
-                (nr >= 0 && nc >= 0 && (nr as usize) < rows && (nc as usize) < cols)
-                    .then_some((nr as usize, nc as usize))
-            })
+        neighbour_cells(self.rows, self.cols, r, c)
     }
+}
+
+/// The up to eight cells around `(r, c)` on a `rows` x `cols` board.
+fn neighbour_cells(
+    rows: usize,
+    cols: usize,
+    r: usize,
+    c: usize,
+) -> impl Iterator<Item = (usize, usize)> {
+    (-1i64..=1)
+        .flat_map(|dr| (-1i64..=1).map(move |dc| (dr, dc)))
+        .filter(|&d| d != (0, 0))
+        .filter_map(move |(dr, dc)| {
+            let nr = r as i64 + dr;
+            let nc = c as i64 + dc;
+            (nr >= 0 && nc >= 0 && (nr as usize) < rows && (nc as usize) < cols)
+                .then_some((nr as usize, nc as usize))
+        })
 }
