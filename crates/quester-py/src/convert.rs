@@ -7,6 +7,83 @@ use pyo3::{intern, IntoPyObjectExt};
 use quester_envs::episode::{json_to_toml, valid_actions, Episode, Outcome};
 use quester_envs::Env;
 use serde_json::Value;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// FxHash (rustc's): the cache's keys are short action texts and info keys, for which
+/// SipHash's cost is most of a lookup.
+#[derive(Default)]
+struct FxHasher(u64);
+
+impl Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let word = u64::from_le_bytes(c.try_into().unwrap_or_default());
+            self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(K);
+        }
+        for &b in chunks.remainder() {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// Python strings for the texts an env repeats every step (its action texts, info keys and
+/// short info values, the episode id), so a step makes no new str objects for them (fresh
+/// strings for the valid-actions list were about a tenth of a MineSweeper step). Only touched
+/// with the GIL held.
+#[derive(Default)]
+pub struct StrCache {
+    map: HashMap<Box<str>, Py<PyString>, BuildHasherDefault<FxHasher>>,
+    /// The last episode id given out (one per episode, so kept apart from the map).
+    episode_id: Option<(String, Py<PyString>)>,
+}
+
+/// Most strings kept; past it the cache starts over (envs whose action texts never repeat,
+/// e.g. WebShop's search queries, would otherwise grow it without end).
+const MAX_CACHED: usize = 4096;
+/// Longest info value cached (longer ones are messages, rarely repeated).
+const MAX_CACHED_VALUE: usize = 32;
+
+impl StrCache {
+    fn get<'py>(&mut self, py: Python<'py>, s: &str) -> Bound<'py, PyString> {
+        if let Some(p) = self.map.get(s) {
+            return p.bind(py).clone();
+        }
+        if self.map.len() >= MAX_CACHED {
+            self.map.clear();
+        }
+        let p = PyString::new(py, s);
+        self.map.insert(s.into(), p.clone().unbind());
+        p
+    }
+
+    fn episode_id<'py>(&mut self, py: Python<'py>, id: &str) -> Bound<'py, PyString> {
+        match &self.episode_id {
+            Some((s, p)) if s == id => p.bind(py).clone(),
+            _ => {
+                let p = PyString::new(py, id);
+                self.episode_id = Some((id.to_string(), p.clone().unbind()));
+                p
+            }
+        }
+    }
+
+    /// An info value; short strings come from the cache.
+    fn value(&mut self, py: Python<'_>, value: &Value) -> PyResult<PyObject> {
+        match value {
+            Value::String(s) if s.len() <= MAX_CACHED_VALUE => {
+                Ok(self.get(py, s).into_any().unbind())
+            }
+            other => to_py(py, other),
+        }
+    }
+}
 
 /// A JSON value as a Python object (dicts, lists, str, int, float, bool, None).
 pub fn to_py(py: Python<'_>, value: &Value) -> PyResult<PyObject> {
@@ -66,11 +143,18 @@ impl Report {
     }
 
     /// The info dict: `env`, `episode_id`, `seed`, `step_count`; after a step `won`, `valid`,
-    /// `info`; once done `outcome`; then `valid_actions`.
-    pub fn into_dict(self, py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    /// `info`; once done `outcome`; then `valid_actions`. Repeated texts come from `cache`.
+    pub fn into_dict<'py>(
+        self,
+        py: Python<'py>,
+        cache: &mut StrCache,
+    ) -> PyResult<Bound<'py, PyDict>> {
         let dict = PyDict::new(py);
-        dict.set_item(intern!(py, "env"), self.env)?;
-        dict.set_item(intern!(py, "episode_id"), self.episode_id)?;
+        dict.set_item(intern!(py, "env"), cache.get(py, self.env))?;
+        dict.set_item(
+            intern!(py, "episode_id"),
+            cache.episode_id(py, &self.episode_id),
+        )?;
         dict.set_item(intern!(py, "seed"), self.seed)?;
         dict.set_item(intern!(py, "step_count"), self.step_count)?;
         if let Some(o) = self.outcome {
@@ -78,14 +162,20 @@ impl Report {
             dict.set_item(intern!(py, "valid"), o.valid)?;
             let info = PyDict::new(py);
             for (k, v) in &o.info {
-                info.set_item(k, to_py(py, v)?)?;
+                info.set_item(cache.get(py, k), cache.value(py, v)?)?;
             }
             dict.set_item(intern!(py, "info"), info)?;
         }
         if let Some(key) = self.final_outcome {
-            dict.set_item(intern!(py, "outcome"), key)?;
+            dict.set_item(intern!(py, "outcome"), cache.get(py, &key))?;
         }
-        dict.set_item(intern!(py, "valid_actions"), self.valid_actions)?;
+        match self.valid_actions {
+            Some(actions) => {
+                let items: Vec<_> = actions.iter().map(|a| cache.get(py, a)).collect();
+                dict.set_item(intern!(py, "valid_actions"), PyList::new(py, items)?)?;
+            }
+            None => dict.set_item(intern!(py, "valid_actions"), py.None())?,
+        }
         Ok(dict)
     }
 }

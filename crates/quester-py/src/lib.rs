@@ -5,7 +5,7 @@
 
 mod convert;
 
-use convert::{settings_table, to_py, Report};
+use convert::{settings_table, to_py, Report, StrCache};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -27,6 +27,8 @@ struct Inner {
 #[pyclass(module = "quester_envs._native")]
 struct NativeEnv {
     inner: Mutex<Inner>,
+    /// Taken only with the GIL held (and never across a release of it), so never contended.
+    cache: Mutex<StrCache>,
 }
 
 /// Settings and names are the caller's to fix (ValueError); anything else failed in the env.
@@ -40,6 +42,15 @@ fn env_error(e: EnvError) -> PyErr {
 }
 
 impl NativeEnv {
+    /// The info dict of `report`, its repeated texts from this env's string cache.
+    fn info_dict<'py>(&self, py: Python<'py>, report: Report) -> PyResult<Bound<'py, PyDict>> {
+        let mut cache = self
+            .cache
+            .lock()
+            .map_err(|_| PyRuntimeError::new_err("the env's string cache failed earlier"))?;
+        report.into_dict(py, &mut cache)
+    }
+
     fn lock(&self) -> PyResult<MutexGuard<'_, Inner>> {
         // Poisoned: an env call panicked midway, so the env's state is unknown.
         self.inner.lock().map_err(|_| {
@@ -78,8 +89,10 @@ impl Inner {
                 "the episode is over: call reset() to start another",
             ));
         }
-        let step = env.step(text);
-        let (observation, reward) = (step.observation.clone(), step.reward);
+        let mut step = env.step(text);
+        // `record` keeps no observation: move it out rather than copy it.
+        let observation = std::mem::take(&mut step.observation);
+        let reward = step.reward;
         let outcome = episode.record(step);
         let report = Report::new(env.as_ref(), episode, Some(outcome));
         Ok((observation, reward, episode.done, report))
@@ -101,6 +114,7 @@ impl NativeEnv {
                 env: Some(env),
                 episode: None,
             }),
+            cache: Mutex::new(StrCache::default()),
         })
     }
 
@@ -113,7 +127,7 @@ impl NativeEnv {
         episode_id: Option<String>,
     ) -> PyResult<(String, Bound<'py, PyDict>)> {
         let (text, report) = py.allow_threads(|| self.lock()?.reset(seed, episode_id))?;
-        Ok((text, report.into_dict(py)?))
+        Ok((text, self.info_dict(py, report)?))
     }
 
     /// Plays the model's whole response; returns Gymnasium's (observation, reward,
@@ -126,7 +140,13 @@ impl NativeEnv {
         text: &str,
     ) -> PyResult<(String, f64, bool, bool, Bound<'py, PyDict>)> {
         let (observation, reward, done, report) = py.allow_threads(|| self.lock()?.step(text))?;
-        Ok((observation, reward, done, false, report.into_dict(py)?))
+        Ok((
+            observation,
+            reward,
+            done,
+            false,
+            self.info_dict(py, report)?,
+        ))
     }
 
     /// OpenEnv's state: `episode_id`, `step_count`, `env`, `max_turns`, and once an episode
