@@ -4,13 +4,10 @@
 # Needs cargo and Python 3 with venv; installs maturin from PyPI into the venv's build env.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-target="${CARGO_TARGET_DIR:-target}"
-mkdir -p "$target"
-target="$(realpath "$target")"
+. scripts/lib/py-venv.sh
+target="$(quester_target)"
 venv="$target/py-venv"
-if [ ! -x "$venv/bin/python" ]; then
-    python3 -m venv "$venv"
-fi
+py_venv "$venv"
 # pip builds the extension in release mode (maturin's default).
 CARGO_TARGET_DIR="$target" "$venv/bin/pip" install -q --force-reinstall --no-deps ./python
 echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), load: $(cut -d' ' -f1-3 /proc/loadavg), commit $(git rev-parse --short HEAD)"

@@ -4,15 +4,10 @@
 # Usage: scripts/openenv-client-test.sh [pytest args...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/py-venv.sh
 
-target="${CARGO_TARGET_DIR:-target}"
+target="$(quester_target)"
 cargo build -p quester-cli
 venv="${OPENENV_VENV:-$target/openenv-venv}"
-if [ ! -x "$venv/bin/pytest" ]; then
-  python3 -m venv "$venv" || {
-    echo "python3 -m venv failed: on Debian/Ubuntu install python3-venv" >&2
-    exit 1
-  }
-  "$venv/bin/pip" install -q -r tests/python/requirements.txt
-fi
-QUESTER_BIN="$(realpath "$target/debug/quester")" exec "$venv/bin/pytest" -q tests/python "$@"
+py_venv "$venv" tests/python/requirements.txt
+QUESTER_BIN="$target/debug/quester" exec "$venv/bin/pytest" -q tests/python "$@"

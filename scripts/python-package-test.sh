@@ -6,22 +6,15 @@
 # QUESTER_BIN=PATH uses that binary instead of building one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/py-venv.sh
 
-target="${CARGO_TARGET_DIR:-target}"
-mkdir -p "$target"
-target="$(realpath "$target")"
+target="$(quester_target)"
 if [ -z "${QUESTER_BIN:-}" ]; then
   cargo build -p quester-cli
   QUESTER_BIN="$target/debug/quester"
 fi
 venv="$target/py-venv"
-if [ ! -x "$venv/bin/pytest" ]; then
-  python3 -m venv "$venv" || {
-    echo "python3 -m venv failed: on Debian/Ubuntu install python3-venv" >&2
-    exit 1
-  }
-  "$venv/bin/pip" install -q -r python/tests/requirements.txt
-fi
+py_venv "$venv" python/tests/requirements.txt
 # pip builds the extension with maturin (release profile) into $target, so it is reused.
 CARGO_TARGET_DIR="$target" "$venv/bin/pip" install -q --force-reinstall --no-deps ./python
 cd python

@@ -1,39 +1,13 @@
-"""Shared helpers: `quester env run` (the reference the envs are checked against) and playing
-an episode in process."""
+"""Shared helpers: the fixtures shared with tests/python (tests/pylib/quester_fixtures.py:
+the quester binary, `quester env run`, `quester env serve`) and playing an episode in
+process."""
 
-import json
-import os
-import shutil
-import subprocess
+import sys
+from pathlib import Path
 
-import pytest
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "pylib"))
 
-
-@pytest.fixture(scope="session")
-def quester_bin():
-    """The quester binary (QUESTER_BIN, else `quester` on PATH); tests needing it skip
-    without it. scripts/python-package-test.sh always sets it."""
-    path = os.environ.get("QUESTER_BIN") or shutil.which("quester")
-    if not path:
-        pytest.skip("no quester binary: set QUESTER_BIN")
-    return path
-
-
-@pytest.fixture
-def env_run(quester_bin, tmp_path):
-    """`quester env run`'s JSON lines for these responses (line 0: the first observation)."""
-
-    def run(env, seed, responses):
-        actions = tmp_path / "actions.jsonl"
-        actions.write_text("".join(json.dumps(r) + "\n" for r in responses))
-        out = subprocess.run(
-            [quester_bin, "env", "run", env, "--seed", str(seed), "--actions", str(actions),
-             "--json-strings"],
-            check=True, capture_output=True, text=True,
-        ).stdout
-        return [json.loads(line) for line in out.splitlines()]
-
-    return run
+from quester_fixtures import env_run, quester_bin, serve  # noqa: E402,F401
 
 
 def listed_policy(pick):

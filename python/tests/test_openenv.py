@@ -2,7 +2,6 @@
 openenv's `GenericEnvClient`: the same replies as the env in process and as `quester env serve`."""
 
 import json
-import re
 import socket
 import subprocess
 import sys
@@ -45,37 +44,6 @@ def python_server():
     for server, thread in servers:
         server.should_exit = True
         thread.join(timeout=10)
-
-
-@pytest.fixture
-def rust_server(quester_bin, tmp_path):
-    """Starts `quester env serve ENV` on a free port; yields a starter returning its URL."""
-    has_serve = subprocess.run([quester_bin, "env", "serve", "--help"], capture_output=True)
-    if has_serve.returncode != 0:
-        pytest.skip(f"{quester_bin} predates `quester env serve`")
-    procs = []
-
-    def start(env):
-        log = tmp_path / f"serve-{env}.log"
-        with open(log, "w") as f:
-            proc = subprocess.Popen(
-                [quester_bin, "env", "serve", env, "--addr", "127.0.0.1:0"],
-                stdout=f, stderr=subprocess.STDOUT, env={"NO_COLOR": "1"},
-            )
-        procs.append(proc)
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            match = re.search(r"on (http://127\.0\.0\.1:\d+)", log.read_text())
-            if match:
-                return match.group(1)
-            assert proc.poll() is None, log.read_text()
-            time.sleep(0.05)
-        raise AssertionError(log.read_text())
-
-    yield start
-    for proc in procs:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def client_episode(url, seed, responses):
@@ -129,10 +97,10 @@ def test_an_episode_over_create_app_matches_the_env_in_process(python_server):
     ("tictactoe", 3, tictactoe_responses(3)),
 ])
 def test_clients_see_the_same_replies_as_from_quester_env_serve(
-    python_server, rust_server, name, seed, responses
+    python_server, serve, name, seed, responses
 ):
     ours, our_state = client_episode(python_server(name), seed, responses)
-    theirs, their_state = client_episode(rust_server(name), seed, responses)
+    theirs, their_state = client_episode(serve(name), seed, responses)
     assert len(ours) == len(theirs)
     for a, b in zip(ours, theirs):
         assert (a.observation, a.reward, a.done, a.metadata) == (

@@ -5,61 +5,15 @@ episode is checked against `quester env run` with the same seed and responses.
 """
 
 import json
-import os
-import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import requests
 from openenv import GenericEnvClient
 
-QUESTER = os.environ.get("QUESTER_BIN", "quester")
 OPENENV = str(Path(sys.executable).with_name("openenv"))
-
-
-@pytest.fixture
-def serve(tmp_path):
-    """Starts `quester env serve ENV` on a free port; yields (base_url, log path)."""
-    procs = []
-
-    def start(env, *args):
-        log = tmp_path / f"serve-{env}-{len(procs)}.log"
-        with open(log, "w") as f:
-            proc = subprocess.Popen(
-                [QUESTER, "env", "serve", env, "--addr", "127.0.0.1:0", *args],
-                stdout=f,
-                stderr=subprocess.STDOUT,
-                env={**os.environ, "NO_COLOR": "1"},
-            )
-        procs.append(proc)
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            match = re.search(r"on (http://127\.0\.0\.1:\d+)", log.read_text())
-            if match:
-                return match.group(1)
-            assert proc.poll() is None, log.read_text()
-            time.sleep(0.05)
-        raise AssertionError(f"server did not log its address: {log.read_text()}")
-
-    yield start
-    for proc in procs:
-        proc.terminate()
-        proc.wait(timeout=10)
-
-
-def env_run(env, seed, responses, tmp_path):
-    """`quester env run`'s JSON lines for these responses (line 0: the first observation)."""
-    actions = tmp_path / "actions.jsonl"
-    actions.write_text("".join(json.dumps(r) + "\n" for r in responses))
-    out = subprocess.run(
-        [QUESTER, "env", "run", env, "--seed", str(seed), "--actions", str(actions),
-         "--json-strings"],
-        check=True, capture_output=True, text=True,
-    ).stdout
-    return [json.loads(line) for line in out.splitlines()]
 
 
 def play(url, seed, choose):
@@ -80,8 +34,8 @@ def play(url, seed, choose):
         return first, steps, client.state()
 
 
-def check_against_env_run(env, seed, first, steps, state, tmp_path):
-    rows = env_run(env, seed, [r for r, _ in steps], tmp_path)
+def check_against_env_run(env_run, env, seed, first, steps, state):
+    rows = env_run(env, seed, [r for r, _ in steps])
     assert first.observation["text"] == rows[0]["observation"]
     assert len(rows) == len(steps) + 1
     for (response, result), row in zip(steps, rows[1:]):
@@ -96,16 +50,16 @@ def check_against_env_run(env, seed, first, steps, state, tmp_path):
     assert state["done"] is True
 
 
-def test_a_sokoban_episode_matches_env_run(serve, tmp_path):
+def test_a_sokoban_episode_matches_env_run(serve, env_run):
     url = serve("sokoban")
     moves = ["<action>up</action>", "<action>left</action>", "I am not sure.",
              "<action>down</action>", "<action>right</action>"]
     count = iter(range(10**6))
     first, steps, state = play(url, 7, lambda obs: moves[next(count) % len(moves)])
-    check_against_env_run("sokoban", 7, first, steps, state, tmp_path)
+    check_against_env_run(env_run, "sokoban", 7, first, steps, state)
 
 
-def test_a_tictactoe_episode_from_the_listed_actions_matches_env_run(serve, tmp_path):
+def test_a_tictactoe_episode_from_the_listed_actions_matches_env_run(serve, env_run):
     url = serve("tictactoe")
 
     def choose(obs):
@@ -115,7 +69,7 @@ def test_a_tictactoe_episode_from_the_listed_actions_matches_env_run(serve, tmp_
         return action if "<action>" in action else f"<action>{action}</action>"
 
     first, steps, state = play(url, 3, choose)
-    check_against_env_run("tictactoe", 3, first, steps, state, tmp_path)
+    check_against_env_run(env_run, "tictactoe", 3, first, steps, state)
 
 
 def test_errors_reach_the_client_and_capacity_refuses(serve):
