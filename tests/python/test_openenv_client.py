@@ -4,6 +4,7 @@ Needs QUESTER_BIN (the quester binary); scripts/openenv-client-test.sh sets it u
 episode is checked against `quester env run` with the same seed and responses.
 """
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 import requests
 from openenv import GenericEnvClient
+from openenv.core.mcp_client import MCPToolClient
 
 OPENENV = str(Path(sys.executable).with_name("openenv"))
 
@@ -137,3 +139,31 @@ def test_a_trial_with_a_reflection_through_the_client(serve):
         assert last.done and last.metadata["phase"] == "done"
         assert len(last.metadata["attempt_rewards"]) == 2
         assert client.state()["attempt"] == 2
+
+
+def test_mcp_tools_through_openenvs_mcp_client(serve):
+    """OpenEnv's MCPToolClient (production mode: HTTP /mcp, its own session) lists the tools
+    and plays an episode with them; closing the client closes the server's session."""
+    url = serve("tictactoe", "--max-sessions", "1")
+
+    async def play():
+        client = MCPToolClient(base_url=url)
+        try:
+            tools = await client.list_tools()
+            assert [t.name for t in tools] == ["reset", "step", "state"]
+            assert tools[1].input_schema["required"] == ["action"]
+            payload = await client.call_tool("reset", seed=3)
+            steps = 0
+            while not payload["done"]:
+                action = payload["observation"]["valid_actions"][0]
+                payload = await client.call_tool("step", action=f"<action>{action}</action>")
+                steps += 1
+            state = await client.call_tool("state")
+            assert state["step_count"] == steps and state["done"] is True
+        finally:
+            await client.close()
+
+    asyncio.run(play())
+    # The session is gone, so the one slot is free for a WebSocket session.
+    with GenericEnvClient(base_url=url).sync() as client:
+        assert client.reset(seed=1).done is False
