@@ -5,8 +5,14 @@ and by the betting so far, in the first attempt of each trial and in the later o
 
     scripts/kuhn_behaviour.py runs/experiments/mage-vs-gigpo-kuhn            # full tables
     scripts/kuhn_behaviour.py runs/experiments/mage-vs-gigpo-kuhn --summary  # one row per folder
+    scripts/kuhn_behaviour.py runs/experiments/mage-vs-rl-kuhn --chips       # chips a hand
+
+`--chips`: chips won a hand in the first attempt of each trial (reward / reward_scale), the hand
+played once as a poker player would, with a 95% percentile bootstrap interval over the held-out
+hands (seeds averaged per hand, 2000 resamples, seeded), and paired differences.
 """
 import json
+import random
 import re
 import sys
 from collections import Counter, defaultdict
@@ -55,10 +61,64 @@ def summary(root: Path) -> None:
         )
 
 
+def first_attempt_chips(folder: Path, scale: float) -> dict:
+    """Task id -> chips won in the trial's first attempt."""
+    out = {}
+    for line in (folder / "trajectories.jsonl").read_text().splitlines():
+        trial = json.loads(line)
+        out[trial["task_id"]] = trial["attempts"][0]["reward_sum"] / scale
+    return out
+
+
+def per_hand(root: Path, run: str, trained: bool, scale: float) -> dict:
+    """Task id -> mean first-attempt chips over the run's seeds (or its untrained evaluation)."""
+    folders = sorted((root / run).glob("seed-*/eval")) if trained else [root / run / "untrained" / "eval"]
+    tables = [first_attempt_chips(f, scale) for f in folders if (f / "trajectories.jsonl").exists()]
+    if not tables:
+        return {}
+    tasks = set.intersection(*(set(t) for t in tables))
+    return {k: sum(t[k] for t in tables) / len(tables) for k in tasks}
+
+
+def interval(values: list, rng: random.Random) -> str:
+    n = len(values)
+    means = sorted(sum(rng.choice(values) for _ in range(n)) / n for _ in range(2000))
+    return f"{sum(values) / n:+.3f} [{means[49]:+.3f}, {means[1949]:+.3f}]"
+
+
+def chips(root: Path, scale: float = 5.0) -> None:
+    rng = random.Random(0)
+    runs = sorted(p.name for p in root.iterdir() if (p / "untrained").is_dir())
+    hands = {(r, t): per_hand(root, r, t, scale) for r in runs for t in (False, True)}
+    print("| run | hands | chips a hand, untrained | chips a hand, trained (seeds averaged) | trained - untrained |")
+    print("| --- | --- | --- | --- | --- |")
+    for r in runs:
+        u, t = hands[(r, False)], hands[(r, True)]
+        both = sorted(set(u) & set(t))
+        if not both:
+            continue
+        print(
+            f"| {r} | {len(both)} | {interval([u[k] for k in both], rng)} "
+            f"| {interval([t[k] for k in both], rng)} | {interval([t[k] - u[k] for k in both], rng)} |"
+        )
+    print()
+    print("| a - b (trained) | hands | chips a hand |")
+    print("| --- | --- | --- |")
+    for i, a in enumerate(runs):
+        for b in runs[i + 1:]:
+            ta, tb = hands[(a, True)], hands[(b, True)]
+            both = sorted(set(ta) & set(tb))
+            if both:
+                print(f"| {a} - {b} | {len(both)} | {interval([ta[k] - tb[k] for k in both], rng)} |")
+
+
 def main() -> None:
     root = Path(sys.argv[1] if len(sys.argv) > 1 else "runs/experiments/mage-vs-gigpo-kuhn")
     if "--summary" in sys.argv:
         summary(root)
+        return
+    if "--chips" in sys.argv:
+        chips(root)
         return
     for folder in sorted(root.glob("*/*/eval")):
         print(f"## {folder.parent.parent.name} {folder.parent.name}")
