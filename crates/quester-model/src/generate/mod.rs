@@ -7,33 +7,18 @@
 
 pub mod params;
 pub mod sampler;
+pub mod scheduler;
+mod sequence;
 
 pub use params::{
     FinishReason, GenerationOutput, GenerationRequest, SamplingParams, Scaffold, TemperatureSwitch,
 };
 
-use crate::error::{ModelError, Result};
-use crate::model::{DecodeWeights, Model};
+use crate::error::Result;
+use crate::model::{DecodeWeights, KvCache, Model};
 use crate::tokenizer::Tokenizer;
-use candle_core::{DType, Tensor};
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
-use rayon::prelude::*;
-
-/// Per-sequence decoding state.
-struct SeqState {
-    request: usize,
-    rng: ChaCha8Rng,
-    temperature: f64,
-    switched: bool,
-    /// Scaffold tokens still to force, in order, and whether the scaffold has fired.
-    forced: std::collections::VecDeque<u32>,
-    scaffolded: bool,
-    ids: Vec<u32>,
-    logprobs: Vec<f32>,
-    temperatures: Vec<f32>,
-    finish: Option<FinishReason>,
-}
+use candle_core::Tensor;
+use sequence::Sequence;
 
 /// Generates a response for every request, all in one batch. On a CPU with AVX-512 an f32
 /// model's matrices are packed for decoding first (see [`DecodeWeights`]; about the cost of
@@ -103,20 +88,7 @@ fn run(
         return Ok(Vec::new());
     }
     for (i, r) in requests.iter().enumerate() {
-        if r.prompt_ids.is_empty() {
-            return Err(ModelError::Input(format!(
-                "request {i} has an empty prompt"
-            )));
-        }
-        if r.params.temperature.is_nan()
-            || r.params.temperature < 0.0
-            || r.params.top_p.is_nan()
-            || r.params.top_p <= 0.0
-        {
-            return Err(ModelError::Input(format!(
-                "request {i}: temperature must be >= 0 and top_p > 0"
-            )));
-        }
+        sequence::validate(&format!("request {i}"), r, model.config.vocab_size)?;
     }
     let eos = tokenizer.eos_ids().to_vec();
     let max_prompt = requests
@@ -129,45 +101,13 @@ fn run(
         .map(|r| r.params.max_new_tokens)
         .max()
         .unwrap_or(0);
-    let mut states: Vec<SeqState> = requests
+    let mut states: Vec<Sequence> = requests
         .iter()
-        .enumerate()
-        .map(|(i, r)| SeqState {
-            request: i,
-            rng: ChaCha8Rng::seed_from_u64(r.params.seed),
-            temperature: r.params.temperature,
-            switched: false,
-            forced: std::collections::VecDeque::new(),
-            scaffolded: false,
-            ids: Vec::new(),
-            logprobs: Vec::new(),
-            temperatures: Vec::new(),
-            finish: if r.params.max_new_tokens == 0 {
-                Some(FinishReason::Length)
-            } else {
-                None
-            },
-        })
-        .collect();
+        .map(|r| Sequence::new(&r.params, tokenizer))
+        .collect::<Result<_>>()?;
     if max_new == 0 {
         return finish_all(tokenizer, states);
     }
-    // Per request: the scaffold's tokens when the marker is forced too, and after it.
-    let scaffolds: Vec<Option<(Vec<u32>, Vec<u32>)>> = requests
-        .iter()
-        .map(|r| {
-            r.params
-                .scaffold
-                .as_ref()
-                .map(|sc| {
-                    Ok::<_, ModelError>((
-                        tokenizer.encode(&format!("{}{}", sc.marker, sc.text))?,
-                        tokenizer.encode(&sc.text)?,
-                    ))
-                })
-                .transpose()
-        })
-        .collect::<Result<_>>()?;
     let own;
     let packed = match weights {
         Weights::Pack => {
@@ -177,157 +117,31 @@ fn run(
         Weights::Packed(w) => Some(w),
         Weights::Unpacked => None,
     };
-    // Prefill. Prompts that start alike (a group's trials of one task) share those tokens:
-    // they run once, as a batch of one, and every row's cache starts with their keys and
-    // values. The rest of each prompt is left-padded to the longest rest after them.
-    let b = requests.len();
-    let shared = shared_prompt_prefix(requests);
-    let mut cache = model.new_cache(b, max_prompt + max_new)?;
-    if shared > 0 {
-        let mut one = model.new_cache(1, shared)?;
-        let prefix = Tensor::from_vec(
-            requests[0].prompt_ids[..shared].to_vec(),
-            (1, shared),
-            model.device(),
-        )?;
-        model.forward_cached_with(&prefix, &[vec![1; shared]], &[0], &mut one, packed)?;
-        cache.fill_prefix(&one)?;
-    }
-    let max_rest = max_prompt - shared;
-    let mut ids = Vec::with_capacity(b * max_rest);
-    let mut key_mask = Vec::with_capacity(b);
-    for r in requests {
-        let rest = &r.prompt_ids[shared..];
-        let pad = max_rest - rest.len();
-        ids.extend(std::iter::repeat_n(0u32, pad));
-        ids.extend_from_slice(rest);
-        let mut m = vec![1u32; shared];
-        m.extend(std::iter::repeat_n(0u32, pad));
-        m.extend(std::iter::repeat_n(1u32, rest.len()));
-        key_mask.push(m);
-    }
-    let ids = Tensor::from_vec(ids, (b, max_rest), model.device())?;
-    let past = vec![shared as u32; b];
-    let mut logits = model.forward_cached_with(&ids, &key_mask, &past, &mut cache, packed)?;
-    let mut rows: Vec<usize> = (0..b).collect(); // batch row -> index into `states`
+    let prompts: Vec<&[u32]> = requests.iter().map(|r| r.prompt_ids.as_slice()).collect();
+    let Prefill {
+        mut cache,
+        mut logits,
+        mut key_mask,
+    } = prefill(model, packed, &prompts, max_prompt + max_new)?;
+    let mut rows: Vec<usize> = (0..requests.len()).collect(); // batch row -> index into `states`
     let mut real: Vec<u32> = requests.iter().map(|r| r.prompt_ids.len() as u32).collect();
     loop {
         if let Some(a) = awake {
             a.rearm();
         }
-        // The logits' rows read in place from an f32 CPU tensor (a copy of the batch's logits,
-        // 6 MB at 32 rows of the default model, was a serial pass a token step), copied to
-        // the host otherwise.
-        let (n_rows, width) = logits.dims2()?;
-        let lg_t = logits.to_dtype(DType::F32)?.contiguous()?;
-        let host: Vec<f32>;
-        // Only a CPU tensor is locked here (the copy below takes its own lock).
-        let guard = lg_t.device().is_cpu().then(|| lg_t.storage_and_layout());
-        let all: &[f32] = match guard.as_ref().map(|(st, l)| (&**st, l.start_offset())) {
-            Some((candle_core::Storage::Cpu(candle_core::CpuStorage::F32(x)), at))
-                if x.len() >= at + n_rows * width =>
-            {
-                &x[at..at + n_rows * width]
-            }
-            _ => {
-                host = lg_t.flatten_all()?.to_vec1::<f32>()?;
-                &host
-            }
-        };
-        let lg = |r: usize| &all[r * width..(r + 1) * width];
-        // Sample every live row in parallel; each row touches only its own state.
-        let mut row_states: Vec<(usize, &mut SeqState)> = Vec::new();
+        let mut row_states: Vec<(usize, &mut Sequence)> = Vec::new();
         {
-            let mut by_idx: Vec<Option<&mut SeqState>> = states.iter_mut().map(Some).collect();
+            let mut by_idx: Vec<Option<&mut Sequence>> = states.iter_mut().map(Some).collect();
             for (row, &si) in rows.iter().enumerate() {
                 if let Some(s) = by_idx[si].take() {
                     row_states.push((row, s));
                 }
             }
         }
-        row_states.par_iter_mut().for_each(|(row, s)| {
-            if s.finish.is_some() {
-                return;
-            }
-            let p = &requests[s.request].params;
-            if let Some(tok) = s.forced.pop_front() {
-                // Not sampled: no RNG draw, so the sampled tokens after it keep their stream.
-                s.ids.push(tok);
-                s.logprobs.push(sampler::logprob(lg(*row), tok));
-                s.temperatures.push(0.0);
-                return;
-            }
-            let (tok, lp) = sampler::sample(lg(*row), s.temperature, p, &mut s.rng);
-            if let Some((with_marker, _)) = scaffolds[s.request]
-                .as_ref()
-                .filter(|_| !s.scaffolded && !p.ignore_eos && eos.contains(&tok))
-            {
-                // The response was about to end before its scaffold: the marker and the text
-                // take the place of the end-of-sequence token.
-                s.forced.extend(with_marker.iter().copied());
-                s.scaffolded = true;
-                if let Some(f) = s.forced.pop_front() {
-                    s.ids.push(f);
-                    s.logprobs.push(sampler::logprob(lg(*row), f));
-                    s.temperatures.push(0.0);
-                    return;
-                }
-            }
-            s.ids.push(tok);
-            s.logprobs.push(lp);
-            s.temperatures.push(s.temperature as f32);
-        });
+        sequence::advance(&logits, &mut row_states, tokenizer, &eos)?;
         drop(row_states);
-        // Check the end conditions and the temperature switch on the decoded response.
-        for &si in &rows {
-            let s = &mut states[si];
-            if s.finish.is_some() {
-                continue;
-            }
-            let p = &requests[s.request].params;
-            let last = *s.ids.last().unwrap_or(&0);
-            if !p.ignore_eos && eos.contains(&last) {
-                s.finish = Some(FinishReason::Eos);
-                continue;
-            }
-            let scaffold_due = p.scaffold.is_some() && !s.scaffolded;
-            if !p.stop.is_empty() || (p.temperature_switch.is_some() && !s.switched) || scaffold_due
-            {
-                let text = tokenizer.decode(&s.ids)?;
-                if let (Some(sc), Some((with_marker, after))) = (
-                    p.scaffold.as_ref().filter(|_| scaffold_due),
-                    scaffolds[s.request].as_ref(),
-                ) {
-                    if text.contains(&sc.marker) {
-                        s.forced.extend(after.iter().copied());
-                        s.scaffolded = true;
-                    } else if sc.max_tokens > 0 && s.ids.len() >= sc.max_tokens {
-                        s.forced.extend(with_marker.iter().copied());
-                        s.scaffolded = true;
-                    }
-                }
-                if let Some(stop) = p
-                    .stop
-                    .iter()
-                    .find(|st| !st.is_empty() && text.contains(st.as_str()))
-                {
-                    s.finish = Some(FinishReason::Stop(stop.clone()));
-                    continue;
-                }
-                if let Some(sw) = p.temperature_switch.as_ref().filter(|_| !s.switched) {
-                    if text.contains(&sw.marker) {
-                        s.temperature = sw.temperature;
-                        s.switched = true;
-                    }
-                }
-            }
-            // The cache holds max_new_tokens: forced tokens past it are dropped.
-            if s.ids.len() >= p.max_new_tokens {
-                s.finish = Some(FinishReason::Length);
-            }
-        }
         let live: Vec<usize> = (0..rows.len())
-            .filter(|&r| states[rows[r]].finish.is_none())
+            .filter(|&r| !states[rows[r]].is_finished())
             .collect();
         if live.is_empty() {
             break;
@@ -345,10 +159,7 @@ fn run(
             key_mask = live.iter().map(|&r| key_mask[r].clone()).collect();
             real = live.iter().map(|&r| real[r]).collect();
         }
-        let next: Vec<u32> = rows
-            .iter()
-            .map(|&si| *states[si].ids.last().unwrap_or(&0))
-            .collect();
+        let next: Vec<u32> = rows.iter().map(|&si| states[si].last_token()).collect();
         for m in &mut key_mask {
             m.push(1);
         }
@@ -362,30 +173,69 @@ fn run(
     finish_all(tokenizer, states)
 }
 
+/// A batch of prompts run through the model: its cache, the logits of each prompt's last
+/// token [B, vocab], and each row's key mask over the cache.
+pub(crate) struct Prefill {
+    pub(crate) cache: KvCache,
+    pub(crate) logits: Tensor,
+    pub(crate) key_mask: Vec<Vec<u32>>,
+}
+
+/// Runs `prompts` (each at least one token) into a new cache of `capacity` positions.
+/// Prompts that start alike (a group's trials of one task) share those tokens: they run once,
+/// as a batch of one, and every row's cache starts with their keys and values. The rest of
+/// each prompt is left-padded to the longest rest after them, so every prompt ends at the
+/// cache's last position.
+pub(crate) fn prefill(
+    model: &Model,
+    packed: Option<&DecodeWeights>,
+    prompts: &[&[u32]],
+    capacity: usize,
+) -> Result<Prefill> {
+    let b = prompts.len();
+    let max_prompt = prompts.iter().map(|p| p.len()).max().unwrap_or(0);
+    let shared = shared_prompt_prefix(prompts);
+    let mut cache = model.new_cache(b, capacity.max(max_prompt))?;
+    if shared > 0 {
+        let mut one = model.new_cache(1, shared)?;
+        let prefix = Tensor::from_vec(prompts[0][..shared].to_vec(), (1, shared), model.device())?;
+        model.forward_cached_with(&prefix, &[vec![1; shared]], &[0], &mut one, packed)?;
+        cache.fill_prefix(&one)?;
+    }
+    let max_rest = max_prompt - shared;
+    let mut ids = Vec::with_capacity(b * max_rest);
+    let mut key_mask = Vec::with_capacity(b);
+    for p in prompts {
+        let rest = &p[shared..];
+        let pad = max_rest - rest.len();
+        ids.extend(std::iter::repeat_n(0u32, pad));
+        ids.extend_from_slice(rest);
+        let mut m = vec![1u32; shared];
+        m.extend(std::iter::repeat_n(0u32, pad));
+        m.extend(std::iter::repeat_n(1u32, rest.len()));
+        key_mask.push(m);
+    }
+    let ids = Tensor::from_vec(ids, (b, max_rest), model.device())?;
+    let past = vec![shared as u32; b];
+    let logits = model.forward_cached_with(&ids, &key_mask, &past, &mut cache, packed)?;
+    Ok(Prefill {
+        cache,
+        logits,
+        key_mask,
+    })
+}
+
 /// Leading prompt tokens that every request has in common, when there are enough of them to be
 /// worth running once (0 otherwise); each prompt keeps at least one token of its own, whose
 /// logits start its response.
-fn shared_prompt_prefix(requests: &[GenerationRequest]) -> usize {
-    let prompts: Vec<&[u32]> = requests.iter().map(|r| r.prompt_ids.as_slice()).collect();
+fn shared_prompt_prefix(prompts: &[&[u32]]) -> usize {
     let shortest = prompts.iter().map(|p| p.len()).min().unwrap_or(0);
-    crate::model::shared_prefix_len(&prompts, shortest.saturating_sub(1))
+    crate::model::shared_prefix_len(prompts, shortest.saturating_sub(1))
 }
 
-fn finish_all(tokenizer: &Tokenizer, states: Vec<SeqState>) -> Result<Vec<GenerationOutput>> {
+fn finish_all(tokenizer: &Tokenizer, states: Vec<Sequence>) -> Result<Vec<GenerationOutput>> {
     states
         .into_iter()
-        .map(|s| {
-            let text_ids = match s.finish {
-                Some(FinishReason::Eos) => &s.ids[..s.ids.len().saturating_sub(1)],
-                _ => &s.ids[..],
-            };
-            Ok(GenerationOutput {
-                text: tokenizer.decode(text_ids)?,
-                token_ids: s.ids,
-                logprobs: s.logprobs,
-                temperatures: s.temperatures,
-                finish_reason: s.finish.unwrap_or(FinishReason::Length),
-            })
-        })
+        .map(|s| s.into_output(tokenizer))
         .collect()
 }

@@ -69,4 +69,86 @@ impl KvCache {
         }
         Ok(())
     }
+
+    /// Allocated positions.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Batch rows.
+    pub fn rows(&self) -> Result<usize> {
+        Ok(self
+            .keys
+            .first()
+            .map(|k| k.dims4())
+            .transpose()?
+            .map_or(0, |d| d.0))
+    }
+
+    /// Drops the first `front` filled positions (masked in every row) and reallocates to
+    /// `capacity` positions (at least the ones kept): compaction and growth in one copy.
+    pub(crate) fn retime(&mut self, front: usize, capacity: usize) -> Result<()> {
+        if front > self.len {
+            candle_core::bail!("KV cache: cannot drop {front} of {} positions", self.len);
+        }
+        let keep = self.len - front;
+        let capacity = capacity.max(keep);
+        for t in self.keys.iter_mut().chain(self.values.iter_mut()) {
+            let (b, h, _, d) = t.dims4()?;
+            let out = Tensor::zeros((b, h, capacity, d), t.dtype(), t.device())?;
+            if keep > 0 {
+                out.slice_set(&t.narrow(2, front, keep)?.contiguous()?, 2, 0)?;
+            }
+            *t = out;
+        }
+        self.len = keep;
+        self.capacity = capacity;
+        Ok(())
+    }
+
+    /// Appends the rows of `other` below this cache's, right-aligned: the last filled position
+    /// of both lands on the new last one, and the shorter side gets (masked) padding positions
+    /// in front. Returns the padding positions put in front of this cache's rows and of
+    /// `other`'s. Reallocates to `capacity` positions (at least the filled ones).
+    pub(crate) fn append_rows(
+        &mut self,
+        other: &KvCache,
+        capacity: usize,
+    ) -> Result<(usize, usize)> {
+        if other.keys.len() != self.keys.len() {
+            candle_core::bail!("KV cache: appended rows have another number of layers");
+        }
+        let len = self.len.max(other.len);
+        let capacity = capacity.max(len);
+        let pad = |t: &Tensor, filled: usize| -> Result<Tensor> {
+            let (b, h, _, d) = t.dims4()?;
+            let real = t.narrow(2, 0, filled)?;
+            if filled == len {
+                return Ok(real);
+            }
+            let front = Tensor::zeros((b, h, len - filled, d), t.dtype(), t.device())?;
+            if filled == 0 {
+                return Ok(front);
+            }
+            Tensor::cat(&[&front, &real], 2)
+        };
+        let (mine, theirs) = (
+            self.keys.iter_mut().chain(self.values.iter_mut()),
+            other.keys.iter().chain(other.values.iter()),
+        );
+        for (dst, src) in mine.zip(theirs) {
+            let (b, h, _, d) = dst.dims4()?;
+            let ob = src.dims4()?.0;
+            let both = Tensor::cat(&[&pad(dst, self.len)?, &pad(src, other.len)?], 0)?;
+            let out = Tensor::zeros((b + ob, h, capacity, d), dst.dtype(), dst.device())?;
+            if len > 0 {
+                out.slice_set(&both.contiguous()?, 2, 0)?;
+            }
+            *dst = out;
+        }
+        let shifts = (len - self.len, len - other.len);
+        self.len = len;
+        self.capacity = capacity;
+        Ok(shifts)
+    }
 }

@@ -1,0 +1,339 @@
+//! Continuous batching: sequences join the running batch at any token step and leave when
+//! they end.
+//!
+//! Design. The running batch keeps the KV cache generation already uses ([`KvCache`]: one
+//! time axis shared by every row, per-row key masks, per-row counts of real tokens for the
+//! RoPE positions), so decoding steps are the same batched forward as [`super::generate`]'s.
+//! - Admission: the waiting requests that fit (under `max_rows`, and a per-step budget of
+//!   prompt tokens) are prefilled together in a small cache of their own, exactly as
+//!   `generate` prefills (a prefix they all share runs once; the rest left-padded). Their rows
+//!   are then appended to the running cache right-aligned: each prompt's last token lands on
+//!   the running cache's last position, its earlier positions masked out for it; when the
+//!   running cache is shorter than the new prompts, its own rows get masked padding positions
+//!   in front. Positions come from the real-token counts, not the cache position, so a
+//!   sequence's logits do not depend on where it sits on the time axis.
+//! - Leaving: finished or cancelled rows are removed at once (`KvCache::select_rows`); leading
+//!   positions masked in every remaining row are then dropped when they are a quarter of the
+//!   cache (compaction), and the cache is reallocated when a step would overflow it.
+//!
+//! Trade-offs against a paged cache (vLLM's blocks with a per-sequence block table): admission
+//! and leaving copy the whole running cache (a paged cache copies nothing), and a short
+//! sequence joining long ones pays for masked positions up to the longest live context until
+//! the long ones leave (attention skips masked keys, but memory holds them). In exchange the
+//! forward pass, the attention kernels (CPU and CUDA) and the prefix sharing stay as they are,
+//! and a decoding step costs what `generate`'s does. Copies happen only when the batch's
+//! membership changes, not every token.
+//!
+//! Each sequence samples from its own seeded RNG, so its tokens do not depend on when it
+//! joined or what else runs (up to float rounding between batch shapes).
+
+use super::params::{GenerationOutput, GenerationRequest};
+use super::sequence::{self, Sequence};
+use super::{prefill, Prefill};
+use crate::error::{ModelError, Result};
+use crate::model::{DecodeWeights, KvCache, Model};
+use crate::tokenizer::Tokenizer;
+use candle_core::Tensor;
+use std::collections::VecDeque;
+
+/// Identifies a submitted request.
+pub type SequenceId = u64;
+
+/// Limits of the running batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchedulerConfig {
+    /// Most sequences decoding at once.
+    pub max_rows: usize,
+    /// Prompt tokens admitted per step (a longer prompt is still admitted, alone, when it
+    /// heads the queue), so one step's prefill does not stall the running rows for long.
+    pub prefill_tokens: usize,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        SchedulerConfig {
+            max_rows: 32,
+            prefill_tokens: 4096,
+        }
+    }
+}
+
+/// A request waiting for a row.
+struct Waiting {
+    id: SequenceId,
+    prompt: Vec<u32>,
+    seq: Sequence,
+}
+
+/// A sequence in the running batch.
+struct Row {
+    id: SequenceId,
+    seq: Sequence,
+    /// Which cache positions are real tokens of this sequence.
+    key_mask: Vec<u32>,
+    /// Real tokens of this sequence in the cache (the next token's position).
+    real: u32,
+}
+
+/// The running batch: its cache, and the logits of each row's next token [rows, vocab].
+struct Batch {
+    cache: KvCache,
+    logits: Tensor,
+    rows: Vec<Row>,
+}
+
+/// Runs generation requests as a continuous batch (see the module docs).
+pub struct Scheduler<'a> {
+    model: &'a Model,
+    packed: Option<&'a DecodeWeights>,
+    tokenizer: &'a Tokenizer,
+    config: SchedulerConfig,
+    eos: Vec<u32>,
+    next_id: SequenceId,
+    waiting: VecDeque<Waiting>,
+    batch: Option<Batch>,
+    /// Sequences finished without a step (`max_new_tokens` 0), reported by the next step.
+    done: Vec<(SequenceId, GenerationOutput)>,
+}
+
+impl<'a> Scheduler<'a> {
+    /// A scheduler decoding with `model`'s own tensors, or with `packed` (a snapshot of its
+    /// base matrices, see [`DecodeWeights`]) when given; an error for a snapshot of another
+    /// model or a `max_rows` of 0.
+    pub fn new(
+        model: &'a Model,
+        packed: Option<&'a DecodeWeights>,
+        tokenizer: &'a Tokenizer,
+        config: SchedulerConfig,
+    ) -> Result<Self> {
+        if let Some(p) = packed {
+            p.check(model)?;
+        }
+        if config.max_rows == 0 {
+            return Err(ModelError::Input("max_rows must be at least 1".into()));
+        }
+        Ok(Scheduler {
+            model,
+            packed,
+            tokenizer,
+            config,
+            eos: tokenizer.eos_ids().to_vec(),
+            next_id: 0,
+            waiting: VecDeque::new(),
+            batch: None,
+            done: Vec::new(),
+        })
+    }
+
+    /// Queues a request; an error (and nothing queued) for one generation cannot run.
+    pub fn submit(&mut self, request: GenerationRequest) -> Result<SequenceId> {
+        let id = self.next_id;
+        sequence::validate(
+            &format!("request {id}"),
+            &request,
+            self.model.config.vocab_size,
+        )?;
+        let seq = Sequence::new(&request.params, self.tokenizer)?;
+        self.next_id += 1;
+        if seq.is_finished() {
+            self.done.push((id, seq.into_output(self.tokenizer)?));
+        } else {
+            self.waiting.push_back(Waiting {
+                id,
+                prompt: request.prompt_ids,
+                seq,
+            });
+        }
+        Ok(id)
+    }
+
+    /// True when nothing waits, runs or remains to be reported.
+    pub fn is_idle(&self) -> bool {
+        self.waiting.is_empty() && self.batch.is_none() && self.done.is_empty()
+    }
+
+    /// Sequences decoding now.
+    pub fn running(&self) -> usize {
+        self.batch.as_ref().map_or(0, |b| b.rows.len())
+    }
+
+    /// Requests waiting for a row.
+    pub fn waiting(&self) -> usize {
+        self.waiting.len()
+    }
+
+    /// Drops a waiting or running sequence (its row is freed at once); false for an unknown
+    /// or finished one.
+    pub fn cancel(&mut self, id: SequenceId) -> Result<bool> {
+        if let Some(i) = self.waiting.iter().position(|w| w.id == id) {
+            self.waiting.remove(i);
+            return Ok(true);
+        }
+        let Some(batch) = self.batch.as_ref() else {
+            return Ok(false);
+        };
+        let Some(row) = batch.rows.iter().position(|r| r.id == id) else {
+            return Ok(false);
+        };
+        let keep: Vec<usize> = (0..batch.rows.len()).filter(|&r| r != row).collect();
+        self.keep_rows(&keep, true)?;
+        Ok(true)
+    }
+
+    /// One token step: admits the waiting requests that fit, samples the next token of every
+    /// running sequence, removes the finished ones (returned with their outputs) and runs the
+    /// others' tokens through the model.
+    pub fn step(&mut self) -> Result<Vec<(SequenceId, GenerationOutput)>> {
+        self.admit()?;
+        let mut out = std::mem::take(&mut self.done);
+        let Some(batch) = self.batch.as_mut() else {
+            return Ok(out);
+        };
+        let mut rows: Vec<(usize, &mut Sequence)> = batch
+            .rows
+            .iter_mut()
+            .enumerate()
+            .map(|(i, r)| (i, &mut r.seq))
+            .collect();
+        sequence::advance(&batch.logits, &mut rows, self.tokenizer, &self.eos)?;
+        let live: Vec<usize> = (0..batch.rows.len())
+            .filter(|&r| !batch.rows[r].seq.is_finished())
+            .collect();
+        if live.len() < batch.rows.len() {
+            for r in self.keep_rows(&live, false)?.unwrap_or_default() {
+                out.push((r.id, r.seq.into_output(self.tokenizer)?));
+            }
+        }
+        if let Some(batch) = self.batch.as_mut() {
+            decode(self.model, self.packed, batch)?;
+        }
+        Ok(out)
+    }
+
+    /// Keeps only the rows `keep` of the running batch (and their logits when `logits`),
+    /// compacting its time axis when a quarter of it is masked in every row; returns the rows
+    /// dropped when `!logits`, in order.
+    fn keep_rows(&mut self, keep: &[usize], logits: bool) -> Result<Option<Vec<Row>>> {
+        let Some(mut batch) = self.batch.take() else {
+            return Ok(None);
+        };
+        let mut old: Vec<Option<Row>> = batch.rows.drain(..).map(Some).collect();
+        batch.rows = keep.iter().filter_map(|&r| old[r].take()).collect();
+        let dropped = (!logits).then(|| old.into_iter().flatten().collect());
+        if batch.rows.is_empty() {
+            return Ok(dropped);
+        }
+        let idx: Vec<u32> = keep.iter().map(|&r| r as u32).collect();
+        let idx = Tensor::from_vec(idx, keep.len(), self.model.device())?;
+        batch.cache.select_rows(&idx)?;
+        if logits {
+            batch.logits = batch.logits.index_select(&idx, 0)?;
+        }
+        let lead = batch
+            .rows
+            .iter()
+            .map(|r| r.key_mask.iter().take_while(|&&m| m == 0).count())
+            .min()
+            .unwrap_or(0);
+        if lead > 0 && lead * 4 >= batch.cache.len() {
+            let cap = batch.cache.capacity() - lead;
+            batch.cache.retime(lead, cap)?;
+            for r in &mut batch.rows {
+                r.key_mask.drain(..lead);
+            }
+        }
+        self.batch = Some(batch);
+        Ok(dropped)
+    }
+
+    /// Prefills the waiting requests that fit and appends them to the running batch.
+    fn admit(&mut self) -> Result<()> {
+        let free = self.config.max_rows.saturating_sub(self.running());
+        let mut take = 0;
+        let mut tokens = 0;
+        for w in self.waiting.iter().take(free) {
+            if take > 0 && tokens + w.prompt.len() > self.config.prefill_tokens {
+                break;
+            }
+            take += 1;
+            tokens += w.prompt.len();
+        }
+        if take == 0 {
+            return Ok(());
+        }
+        let new: Vec<Waiting> = self.waiting.drain(..take).collect();
+        let prompts: Vec<&[u32]> = new.iter().map(|w| w.prompt.as_slice()).collect();
+        let longest = prompts.iter().map(|p| p.len()).max().unwrap_or(0);
+        let old_rows = self.batch.as_ref().map_or(&[][..], |b| &b.rows[..]);
+        let remaining = new
+            .iter()
+            .map(|w| &w.seq)
+            .chain(old_rows.iter().map(|r| &r.seq))
+            .map(Sequence::remaining)
+            .max()
+            .unwrap_or(0);
+        let running_len = self.batch.as_ref().map_or(0, |b| b.cache.len());
+        let capacity = running_len.max(longest) + remaining;
+        let Prefill {
+            cache,
+            logits,
+            key_mask,
+        } = prefill(self.model, self.packed, &prompts, capacity)?;
+        let rows = new.into_iter().zip(key_mask).map(|(w, key_mask)| Row {
+            id: w.id,
+            real: w.prompt.len() as u32,
+            seq: w.seq,
+            key_mask,
+        });
+        match self.batch.as_mut() {
+            None => {
+                self.batch = Some(Batch {
+                    cache,
+                    logits,
+                    rows: rows.collect(),
+                });
+            }
+            Some(batch) => {
+                let (mine, theirs) = batch.cache.append_rows(&cache, capacity)?;
+                batch.logits = Tensor::cat(&[&batch.logits, &logits], 0)?;
+                let pad = |m: &mut Vec<u32>, n: usize| {
+                    m.splice(0..0, std::iter::repeat_n(0, n));
+                };
+                for r in &mut batch.rows {
+                    pad(&mut r.key_mask, mine);
+                }
+                for mut r in rows {
+                    pad(&mut r.key_mask, theirs);
+                    batch.rows.push(r);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Runs every row's last token through the model, growing the cache first when it is full.
+fn decode(model: &Model, packed: Option<&DecodeWeights>, batch: &mut Batch) -> Result<()> {
+    let cache = &mut batch.cache;
+    if cache.len() + 1 > cache.capacity() {
+        let more = batch
+            .rows
+            .iter()
+            .map(|r| r.seq.remaining())
+            .max()
+            .unwrap_or(1);
+        cache.retime(0, cache.len() + more.max(1))?;
+    }
+    let next: Vec<u32> = batch.rows.iter().map(|r| r.seq.last_token()).collect();
+    for r in &mut batch.rows {
+        r.key_mask.push(1);
+    }
+    let masks: Vec<Vec<u32>> = batch.rows.iter().map(|r| r.key_mask.clone()).collect();
+    let real: Vec<u32> = batch.rows.iter().map(|r| r.real).collect();
+    let step = Tensor::from_vec(next, (batch.rows.len(), 1), model.device())?;
+    batch.logits = model.forward_cached_with(&step, &masks, &real, cache, packed)?;
+    for r in &mut batch.rows {
+        r.real += 1;
+    }
+    Ok(())
+}
