@@ -14,6 +14,7 @@ mod kept_positions;
 mod optim_adamw;
 mod optim_clip_schedule;
 mod portable_ops;
+mod scheduler;
 mod shared_prefix;
 mod tiny_model;
 mod train_step_losses;

@@ -1,0 +1,228 @@
+//! Continuous batching (`generate::scheduler`): the same responses as `generate`, whenever a
+//! sequence joins and whatever else runs; cancelling frees a row; bad requests are errors.
+
+use quester_model::generate::scheduler::{Scheduler, SchedulerConfig, SequenceId};
+use quester_model::generate::{
+    generate_with, GenerationOutput, GenerationRequest, SamplingParams, Scaffold,
+};
+use quester_model::{load_hf_dir, DecodeWeights, LoadedModel};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+fn tiny() -> LoadedModel {
+    load_hf_dir(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny-llama"))
+        .unwrap()
+}
+
+fn request(m: &LoadedModel, text: &str, params: SamplingParams) -> GenerationRequest {
+    GenerationRequest {
+        prompt_ids: m.tokenizer.encode(text).unwrap(),
+        params,
+    }
+}
+
+/// Greedy and sampled rows of several lengths, a stop string and a scaffold among them.
+fn requests(m: &LoadedModel) -> Vec<GenerationRequest> {
+    let sampled = |seed: u64, max_new_tokens: usize| SamplingParams {
+        temperature: 1.2,
+        max_new_tokens,
+        seed,
+        ..Default::default()
+    };
+    vec![
+        request(m, "go left", sampled(0, 10)),
+        request(m, "a longer prompt for the second row", sampled(1, 14)),
+        request(m, "x", SamplingParams::greedy(8)),
+        request(
+            m,
+            "a longer prompt for the fourth row, greedy",
+            SamplingParams::greedy(12),
+        ),
+        request(
+            m,
+            "stop me",
+            SamplingParams {
+                stop: vec!["e".into()],
+                ..sampled(4, 16)
+            },
+        ),
+        request(
+            m,
+            "scaffolded",
+            SamplingParams {
+                scaffold: Some(Scaffold {
+                    marker: "<".into(),
+                    text: "act".into(),
+                    max_tokens: 4,
+                }),
+                ..sampled(5, 12)
+            },
+        ),
+    ]
+}
+
+/// Steps until idle; the outputs by id.
+fn drain(s: &mut Scheduler<'_>) -> BTreeMap<SequenceId, GenerationOutput> {
+    let mut out = BTreeMap::new();
+    let mut steps = 0;
+    while !s.is_idle() {
+        for (id, o) in s.step().unwrap() {
+            assert!(out.insert(id, o).is_none(), "sequence {id} reported twice");
+        }
+        steps += 1;
+        assert!(steps < 1000, "the scheduler never went idle");
+    }
+    out
+}
+
+/// Equal tokens, log-probs within float rounding (batch shapes differ).
+fn assert_same(a: &GenerationOutput, b: &GenerationOutput, what: &str) {
+    assert_eq!(a.token_ids, b.token_ids, "{what}");
+    assert_eq!(a.finish_reason, b.finish_reason, "{what}");
+    assert_eq!(a.temperatures, b.temperatures, "{what}");
+    for (p, q) in a.logprobs.iter().zip(&b.logprobs) {
+        assert!((p - q).abs() < 1e-4, "{what}: {p} vs {q}");
+    }
+}
+
+#[test]
+fn scheduled_outputs_equal_generates() {
+    let m = tiny();
+    let packed = DecodeWeights::new(&m.model).unwrap();
+    let reqs = requests(&m);
+    let want = generate_with(&m.model, &packed, &m.tokenizer, &reqs).unwrap();
+    // All at once, then a few rows at a time under a small prefill budget (staggered joins).
+    let configs = [
+        SchedulerConfig::default(),
+        SchedulerConfig {
+            max_rows: 2,
+            prefill_tokens: 4,
+        },
+    ];
+    for config in configs {
+        let mut s = Scheduler::new(&m.model, Some(&packed), &m.tokenizer, config.clone()).unwrap();
+        let ids: Vec<SequenceId> = reqs.iter().map(|r| s.submit(r.clone()).unwrap()).collect();
+        let got = drain(&mut s);
+        assert_eq!(got.len(), reqs.len());
+        for (i, id) in ids.iter().enumerate() {
+            assert_same(&got[id], &want[i], &format!("{config:?} request {i}"));
+        }
+    }
+}
+
+#[test]
+fn a_sequences_tokens_do_not_depend_on_when_it_joins() {
+    let m = tiny();
+    let sampled = |seed: u64, max_new_tokens: usize| SamplingParams {
+        temperature: 1.0,
+        max_new_tokens,
+        seed,
+        ignore_eos: true,
+        ..Default::default()
+    };
+    let b = request(&m, "a prompt that runs first", sampled(11, 6));
+    let c = request(&m, "and another one", sampled(12, 20));
+    // One prompt longer than the running cache when it joins, one shorter.
+    let long = request(
+        &m,
+        "a much longer prompt than the running ones have, so they get padding in front",
+        sampled(3, 12),
+    );
+    let short = request(&m, "hi", sampled(4, 12));
+    for a in [long, short] {
+        let mut alone = Scheduler::new(&m.model, None, &m.tokenizer, Default::default()).unwrap();
+        let id = alone.submit(a.clone()).unwrap();
+        let want = drain(&mut alone).remove(&id).unwrap();
+        let mut s = Scheduler::new(&m.model, None, &m.tokenizer, Default::default()).unwrap();
+        s.submit(b.clone()).unwrap();
+        s.submit(c.clone()).unwrap();
+        for _ in 0..3 {
+            assert!(s.step().unwrap().is_empty());
+        }
+        let id = s.submit(a.clone()).unwrap();
+        // B leaves while A runs, then C: the time axis is compacted under A.
+        let got = drain(&mut s).remove(&id).unwrap();
+        assert_same(&got, &want, "joined mid-decode");
+    }
+}
+
+#[test]
+fn cancel_frees_the_row() {
+    let m = tiny();
+    let long = SamplingParams {
+        max_new_tokens: 50,
+        ignore_eos: true,
+        ..SamplingParams::greedy(50)
+    };
+    let config = SchedulerConfig {
+        max_rows: 1,
+        ..Default::default()
+    };
+    let mut s = Scheduler::new(&m.model, None, &m.tokenizer, config).unwrap();
+    let x = s.submit(request(&m, "first", long.clone())).unwrap();
+    let y = s.submit(request(&m, "second", long.clone())).unwrap();
+    let z = s.submit(request(&m, "third", long)).unwrap();
+    s.step().unwrap();
+    assert_eq!((s.running(), s.waiting()), (1, 2));
+    assert!(s.cancel(z).unwrap(), "a waiting sequence is cancelled");
+    assert!(s.cancel(x).unwrap(), "a running sequence is cancelled");
+    assert_eq!((s.running(), s.waiting()), (0, 1));
+    assert!(!s.cancel(x).unwrap(), "cancelled already");
+    assert!(!s.cancel(999).unwrap(), "never submitted");
+    s.step().unwrap();
+    assert_eq!(
+        (s.running(), s.waiting()),
+        (1, 0),
+        "the freed row takes the next"
+    );
+    let out = drain(&mut s);
+    assert_eq!(out.keys().copied().collect::<Vec<_>>(), vec![y]);
+    assert_eq!(out[&y].token_ids.len(), 50);
+}
+
+#[test]
+fn bad_requests_are_errors_not_panics() {
+    let m = tiny();
+    let mut s = Scheduler::new(&m.model, None, &m.tokenizer, Default::default()).unwrap();
+    let ok = request(&m, "fine", SamplingParams::greedy(3));
+    let empty = GenerationRequest {
+        prompt_ids: Vec::new(),
+        ..ok.clone()
+    };
+    let nan = GenerationRequest {
+        params: SamplingParams {
+            temperature: f64::NAN,
+            ..ok.params.clone()
+        },
+        ..ok.clone()
+    };
+    let out_of_vocab = GenerationRequest {
+        prompt_ids: vec![m.model.config.vocab_size as u32],
+        ..ok.clone()
+    };
+    for bad in [empty, nan, out_of_vocab] {
+        assert!(s.submit(bad.clone()).is_err(), "{bad:?}");
+        assert!(generate_with(
+            &m.model,
+            &DecodeWeights::new(&m.model).unwrap(),
+            &m.tokenizer,
+            &[bad]
+        )
+        .is_err());
+    }
+    assert!(s.is_idle(), "nothing was queued");
+    let zero_rows = SchedulerConfig {
+        max_rows: 0,
+        ..Default::default()
+    };
+    assert!(Scheduler::new(&m.model, None, &m.tokenizer, zero_rows).is_err());
+    // Nothing to generate: reported by the next step without a row.
+    let id = s
+        .submit(request(&m, "none", SamplingParams::greedy(0)))
+        .unwrap();
+    let out = s.step().unwrap();
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].0, id);
+    assert!(out[0].1.token_ids.is_empty());
+    assert!(s.is_idle());
+}
