@@ -75,16 +75,6 @@ impl KvCache {
         self.capacity
     }
 
-    /// Batch rows.
-    pub fn rows(&self) -> Result<usize> {
-        Ok(self
-            .keys
-            .first()
-            .map(|k| k.dims4())
-            .transpose()?
-            .map_or(0, |d| d.0))
-    }
-
     /// Drops the first `front` filled positions (masked in every row) and reallocates to
     /// `capacity` positions (at least the ones kept): compaction and growth in one copy.
     pub(crate) fn retime(&mut self, front: usize, capacity: usize) -> Result<()> {
