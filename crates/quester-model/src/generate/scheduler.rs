@@ -12,9 +12,11 @@
 //!   running cache is shorter than the new prompts, its own rows get masked padding positions
 //!   in front. Positions come from the real-token counts, not the cache position, so a
 //!   sequence's logits do not depend on where it sits on the time axis.
-//! - Leaving: finished or cancelled rows are removed at once (`KvCache::select_rows`); leading
-//!   positions masked in every remaining row are then dropped when they are a quarter of the
-//!   cache (compaction), and the cache is reallocated when a step would overflow it.
+//! - Leaving: a finished sequence is reported at once; its row is removed
+//!   (`KvCache::select_rows`) once a quarter of the batch has finished, or when a waiting
+//!   request needs the row; a cancelled one is removed at once. Leading positions masked in
+//!   every remaining row are then dropped when they are a quarter of the cache (compaction).
+//!   The cache is reallocated when a step would overflow it.
 //!
 //! Trade-offs against a paged cache (vLLM's blocks with a per-sequence block table): admission
 //! and leaving copy the whole running cache (a paged cache copies nothing), and a short
@@ -68,7 +70,12 @@ struct Waiting {
 /// A sequence in the running batch.
 struct Row {
     id: SequenceId,
-    seq: Sequence,
+    /// None once finished and reported: the row stays, fed its last token, until a quarter of
+    /// the batch is dead or a waiting request needs the row (one copy of the cache for several
+    /// finishes, as `generate` always did).
+    seq: Option<Sequence>,
+    /// The last token of a finished sequence.
+    last: u32,
     /// Which cache positions are real tokens of this sequence.
     key_mask: Vec<u32>,
     /// Real tokens of this sequence in the cache (the next token's position).
@@ -94,6 +101,15 @@ pub struct Scheduler<'a> {
     batch: Option<Batch>,
     /// Sequences finished without a step (`max_new_tokens` 0), reported by the next step.
     done: Vec<(SequenceId, GenerationOutput)>,
+    /// Rayon's workers kept from sleeping between a step's ops (CPU generation).
+    awake: Option<&'a crate::threads::AwakeWorkers>,
+}
+
+impl Row {
+    /// The token the next forward pass feeds.
+    fn next_token(&self) -> u32 {
+        self.seq.as_ref().map_or(self.last, Sequence::last_token)
+    }
 }
 
 impl<'a> Scheduler<'a> {
@@ -122,7 +138,14 @@ impl<'a> Scheduler<'a> {
             waiting: VecDeque::new(),
             batch: None,
             done: Vec::new(),
+            awake: None,
         })
+    }
+
+    /// Keeps `awake`'s spinners going through every step (see [`crate::threads::AwakeWorkers`]).
+    pub(crate) fn with_awake(mut self, awake: Option<&'a crate::threads::AwakeWorkers>) -> Self {
+        self.awake = awake;
+        self
     }
 
     /// Queues a request; an error (and nothing queued) for one generation cannot run.
@@ -154,6 +177,13 @@ impl<'a> Scheduler<'a> {
 
     /// Sequences decoding now.
     pub fn running(&self) -> usize {
+        self.batch
+            .as_ref()
+            .map_or(0, |b| b.rows.iter().filter(|r| r.seq.is_some()).count())
+    }
+
+    /// Rows of the running batch, finished ones not yet removed included.
+    fn rows(&self) -> usize {
         self.batch.as_ref().map_or(0, |b| b.rows.len())
     }
 
@@ -172,11 +202,15 @@ impl<'a> Scheduler<'a> {
         let Some(batch) = self.batch.as_ref() else {
             return Ok(false);
         };
-        let Some(row) = batch.rows.iter().position(|r| r.id == id) else {
+        let Some(row) = batch
+            .rows
+            .iter()
+            .position(|r| r.id == id && r.seq.is_some())
+        else {
             return Ok(false);
         };
         let keep: Vec<usize> = (0..batch.rows.len()).filter(|&r| r != row).collect();
-        self.keep_rows(&keep, true)?;
+        self.keep_rows(&keep)?;
         Ok(true)
     }
 
@@ -184,6 +218,9 @@ impl<'a> Scheduler<'a> {
     /// running sequence, removes the finished ones (returned with their outputs) and runs the
     /// others' tokens through the model.
     pub fn step(&mut self) -> Result<Vec<(SequenceId, GenerationOutput)>> {
+        if let Some(a) = self.awake {
+            a.rearm();
+        }
         self.admit()?;
         let mut out = std::mem::take(&mut self.done);
         let Some(batch) = self.batch.as_mut() else {
@@ -193,16 +230,19 @@ impl<'a> Scheduler<'a> {
             .rows
             .iter_mut()
             .enumerate()
-            .map(|(i, r)| (i, &mut r.seq))
+            .filter_map(|(i, r)| r.seq.as_mut().map(|s| (i, s)))
             .collect();
         sequence::advance(&batch.logits, &mut rows, self.tokenizer, &self.eos)?;
-        let live: Vec<usize> = (0..batch.rows.len())
-            .filter(|&r| !batch.rows[r].seq.is_finished())
-            .collect();
-        if live.len() < batch.rows.len() {
-            for r in self.keep_rows(&live, false)?.unwrap_or_default() {
-                out.push((r.id, r.seq.into_output(self.tokenizer)?));
+        for r in &mut batch.rows {
+            if let Some(s) = r.seq.take_if(|s| s.is_finished()) {
+                r.last = s.last_token();
+                out.push((r.id, s.into_output(self.tokenizer)?));
             }
+        }
+        let dead = batch.rows.iter().filter(|r| r.seq.is_none()).count();
+        // A compaction copies the whole cache: amortised over a quarter of the batch.
+        if dead * 4 >= batch.rows.len() {
+            self.drop_finished()?;
         }
         if let Some(batch) = self.batch.as_mut() {
             decode(self.model, self.packed, batch)?;
@@ -210,25 +250,31 @@ impl<'a> Scheduler<'a> {
         Ok(out)
     }
 
-    /// Keeps only the rows `keep` of the running batch (and their logits when `logits`),
-    /// compacting its time axis when a quarter of it is masked in every row; returns the rows
-    /// dropped when `!logits`, in order.
-    fn keep_rows(&mut self, keep: &[usize], logits: bool) -> Result<Option<Vec<Row>>> {
+    /// Removes the finished rows from the running batch.
+    fn drop_finished(&mut self) -> Result<()> {
+        let keep: Vec<usize> = self.batch.as_ref().map_or(Vec::new(), |b| {
+            (0..b.rows.len())
+                .filter(|&r| b.rows[r].seq.is_some())
+                .collect()
+        });
+        self.keep_rows(&keep)
+    }
+
+    /// Keeps only the rows `keep` of the running batch (all gone: no batch), compacting its
+    /// time axis when a quarter of it is masked in every row.
+    fn keep_rows(&mut self, keep: &[usize]) -> Result<()> {
         let Some(mut batch) = self.batch.take() else {
-            return Ok(None);
+            return Ok(());
         };
+        if keep.is_empty() {
+            return Ok(());
+        }
         let mut old: Vec<Option<Row>> = batch.rows.drain(..).map(Some).collect();
         batch.rows = keep.iter().filter_map(|&r| old[r].take()).collect();
-        let dropped = (!logits).then(|| old.into_iter().flatten().collect());
-        if batch.rows.is_empty() {
-            return Ok(dropped);
-        }
         let idx: Vec<u32> = keep.iter().map(|&r| r as u32).collect();
         let idx = Tensor::from_vec(idx, keep.len(), self.model.device())?;
         batch.cache.select_rows(&idx)?;
-        if logits {
-            batch.logits = batch.logits.index_select(&idx, 0)?;
-        }
+        batch.logits = batch.logits.index_select(&idx, 0)?;
         let lead = batch
             .rows
             .iter()
@@ -243,12 +289,18 @@ impl<'a> Scheduler<'a> {
             }
         }
         self.batch = Some(batch);
-        Ok(dropped)
+        Ok(())
     }
 
     /// Prefills the waiting requests that fit and appends them to the running batch.
     fn admit(&mut self) -> Result<()> {
-        let free = self.config.max_rows.saturating_sub(self.running());
+        if self.running() < self.rows()
+            && self.config.max_rows.saturating_sub(self.rows()) < self.waiting.len()
+        {
+            // Finished rows make way for waiting requests.
+            self.drop_finished()?;
+        }
+        let free = self.config.max_rows.saturating_sub(self.rows());
         let mut take = 0;
         let mut tokens = 0;
         for w in self.waiting.iter().take(free) {
@@ -268,7 +320,7 @@ impl<'a> Scheduler<'a> {
         let remaining = new
             .iter()
             .map(|w| &w.seq)
-            .chain(old_rows.iter().map(|r| &r.seq))
+            .chain(old_rows.iter().filter_map(|r| r.seq.as_ref()))
             .map(Sequence::remaining)
             .max()
             .unwrap_or(0);
@@ -282,7 +334,8 @@ impl<'a> Scheduler<'a> {
         let rows = new.into_iter().zip(key_mask).map(|(w, key_mask)| Row {
             id: w.id,
             real: w.prompt.len() as u32,
-            seq: w.seq,
+            seq: Some(w.seq),
+            last: 0,
             key_mask,
         });
         match self.batch.as_mut() {
@@ -319,12 +372,12 @@ fn decode(model: &Model, packed: Option<&DecodeWeights>, batch: &mut Batch) -> R
         let more = batch
             .rows
             .iter()
-            .map(|r| r.seq.remaining())
+            .filter_map(|r| r.seq.as_ref().map(Sequence::remaining))
             .max()
             .unwrap_or(1);
         cache.retime(0, cache.len() + more.max(1))?;
     }
-    let next: Vec<u32> = batch.rows.iter().map(|r| r.seq.last_token()).collect();
+    let next: Vec<u32> = batch.rows.iter().map(Row::next_token).collect();
     for r in &mut batch.rows {
         r.key_mask.push(1);
     }
