@@ -216,7 +216,9 @@ impl<'a> Scheduler<'a> {
 
     /// One token step: admits the waiting requests that fit, samples the next token of every
     /// running sequence, removes the finished ones (returned with their outputs) and runs the
-    /// others' tokens through the model.
+    /// others' tokens through the model. After an error (a failed forward pass or tokenizer
+    /// decode) the running sequences' states may be part-way through the step: drop the
+    /// scheduler rather than step it again.
     pub fn step(&mut self) -> Result<Vec<(SequenceId, GenerationOutput)>> {
         if let Some(a) = self.awake {
             a.rearm();
@@ -378,14 +380,22 @@ fn decode(model: &Model, packed: Option<&DecodeWeights>, batch: &mut Batch) -> R
         cache.retime(0, cache.len() + more.max(1))?;
     }
     let next: Vec<u32> = batch.rows.iter().map(Row::next_token).collect();
-    for r in &mut batch.rows {
-        r.key_mask.push(1);
-    }
-    let masks: Vec<Vec<u32>> = batch.rows.iter().map(|r| r.key_mask.clone()).collect();
+    let masks: Vec<Vec<u32>> = batch
+        .rows
+        .iter()
+        .map(|r| {
+            let mut m = Vec::with_capacity(r.key_mask.len() + 1);
+            m.extend_from_slice(&r.key_mask);
+            m.push(1);
+            m
+        })
+        .collect();
     let real: Vec<u32> = batch.rows.iter().map(|r| r.real).collect();
     let step = Tensor::from_vec(next, (batch.rows.len(), 1), model.device())?;
     batch.logits = model.forward_cached_with(&step, &masks, &real, cache, packed)?;
-    for r in &mut batch.rows {
+    // The rows' state moves on only once the forward pass has succeeded.
+    for (r, m) in batch.rows.iter_mut().zip(masks) {
+        r.key_mask = m;
         r.real += 1;
     }
     Ok(())

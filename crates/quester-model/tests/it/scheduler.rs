@@ -85,6 +85,16 @@ fn assert_same(a: &GenerationOutput, b: &GenerationOutput, what: &str) {
     }
 }
 
+/// Log-probs of an untempered response (greedy, or sampled at temperature 1) equal the
+/// training forward's scores of it: a reference that shares no code with the scheduler.
+fn assert_scored(m: &LoadedModel, r: &GenerationRequest, o: &GenerationOutput, what: &str) {
+    let scored = quester_model::score::score_ids(&m.model, &r.prompt_ids, &o.token_ids).unwrap();
+    assert_eq!(scored.len(), o.logprobs.len(), "{what}");
+    for (p, q) in o.logprobs.iter().zip(&scored) {
+        assert!((p - q).abs() < 1e-3, "{what}: {p} vs scored {q}");
+    }
+}
+
 #[test]
 fn scheduled_outputs_equal_generates() {
     let m = tiny();
@@ -105,7 +115,11 @@ fn scheduled_outputs_equal_generates() {
         let got = drain(&mut s);
         assert_eq!(got.len(), reqs.len());
         for (i, id) in ids.iter().enumerate() {
-            assert_same(&got[id], &want[i], &format!("{config:?} request {i}"));
+            let what = format!("{config:?} request {i}");
+            assert_same(&got[id], &want[i], &what);
+            if reqs[i].params.temperature == 0.0 {
+                assert_scored(&m, &reqs[i], &got[id], &what);
+            }
         }
     }
 }
@@ -143,6 +157,7 @@ fn a_sequences_tokens_do_not_depend_on_when_it_joins() {
         // B leaves while A runs, then C: the time axis is compacted under A.
         let got = drain(&mut s).remove(&id).unwrap();
         assert_same(&got, &want, "joined mid-decode");
+        assert_scored(&m, &a, &got, "joined mid-decode");
     }
 }
 
