@@ -142,3 +142,58 @@ impl KvCache {
         Ok(shifts)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candle_core::Device;
+
+    /// A one-layer cache whose key and value at (row r, position t) are `base + 100 r + t`.
+    fn filled(rows: usize, len: usize, capacity: usize, base: f32) -> KvCache {
+        let mut c = KvCache::new(1, rows, 1, capacity, 1, DType::F32, &Device::Cpu).unwrap();
+        let v: Vec<f32> = (0..rows)
+            .flat_map(|r| (0..len).map(move |t| base + (100 * r + t) as f32))
+            .collect();
+        let t = Tensor::from_vec(v, (rows, 1, len, 1), &Device::Cpu).unwrap();
+        for x in c.keys.iter().chain(&c.values) {
+            x.slice_set(&t, 2, 0).unwrap();
+        }
+        c.len = len;
+        c
+    }
+
+    /// The filled positions of each row, keys and values (checked equal).
+    fn rows(c: &KvCache) -> Vec<Vec<f32>> {
+        let read = |x: &Tensor| -> Vec<Vec<f32>> {
+            let b = x.dims4().unwrap().0;
+            let x = x.narrow(2, 0, c.len).unwrap().contiguous().unwrap();
+            x.reshape((b, c.len)).unwrap().to_vec2().unwrap()
+        };
+        assert_eq!(read(&c.keys[0]), read(&c.values[0]));
+        read(&c.keys[0])
+    }
+
+    #[test]
+    fn appended_rows_are_right_aligned_and_retime_drops_the_front() {
+        let mut c = filled(2, 3, 4, 0.0);
+        // A longer newcomer: the running rows get padding in front.
+        assert_eq!(c.append_rows(&filled(1, 5, 5, 1000.0), 9).unwrap(), (2, 0));
+        assert_eq!((c.len(), c.capacity()), (5, 9));
+        let want = vec![
+            vec![0.0, 0.0, 0.0, 1.0, 2.0],
+            vec![0.0, 0.0, 100.0, 101.0, 102.0],
+            vec![1000.0, 1001.0, 1002.0, 1003.0, 1004.0],
+        ];
+        assert_eq!(rows(&c), want);
+        // A shorter one: it gets the padding.
+        assert_eq!(c.append_rows(&filled(1, 1, 1, 7.0), 9).unwrap(), (0, 4));
+        assert_eq!(rows(&c)[3], vec![0.0, 0.0, 0.0, 0.0, 7.0]);
+        c.retime(2, 8).unwrap();
+        assert_eq!((c.len(), c.capacity()), (3, 8));
+        assert_eq!(rows(&c)[2], vec![1002.0, 1003.0, 1004.0]);
+        assert!(
+            c.retime(4, 8).is_err(),
+            "only filled positions can be dropped"
+        );
+    }
+}
