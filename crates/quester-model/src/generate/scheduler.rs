@@ -328,11 +328,17 @@ impl<'a> Scheduler<'a> {
             .unwrap_or(0);
         let running_len = self.batch.as_ref().map_or(0, |b| b.cache.len());
         let capacity = running_len.max(longest) + remaining;
+        // The newcomers' own cache becomes the running one, or is copied into it.
+        let own = if self.batch.is_some() {
+            longest
+        } else {
+            capacity
+        };
         let Prefill {
             cache,
             logits,
             key_mask,
-        } = prefill(self.model, self.packed, &prompts, capacity)?;
+        } = prefill(self.model, self.packed, &prompts, own)?;
         let rows = new.into_iter().zip(key_mask).map(|(w, key_mask)| Row {
             id: w.id,
             real: w.prompt.len() as u32,
