@@ -241,3 +241,37 @@ fn bad_requests_are_errors_not_panics() {
     assert!(out[0].1.token_ids.is_empty());
     assert!(s.is_idle());
 }
+
+#[test]
+fn a_group_sharing_a_prefix_joins_as_it_would_run_alone() {
+    let m = tiny();
+    let sampled = |seed: u64| SamplingParams {
+        temperature: 1.0,
+        max_new_tokens: 10,
+        seed,
+        ignore_eos: true,
+        ..Default::default()
+    };
+    let task = "the same long task text that every trial of the group starts with: ";
+    let group: Vec<GenerationRequest> = ["first", "second try"]
+        .iter()
+        .enumerate()
+        .map(|(i, t)| request(&m, &format!("{task}{t}"), sampled(20 + i as u64)))
+        .collect();
+    let mut s = Scheduler::new(&m.model, None, &m.tokenizer, Default::default()).unwrap();
+    s.submit(request(&m, "running already", sampled(1)))
+        .unwrap();
+    for _ in 0..4 {
+        s.step().unwrap();
+    }
+    // Submitted together, admitted in one step: their common prefix runs once.
+    let ids: Vec<SequenceId> = group.iter().map(|r| s.submit(r.clone()).unwrap()).collect();
+    let got = drain(&mut s);
+    for (r, id) in group.iter().zip(&ids) {
+        let mut alone = Scheduler::new(&m.model, None, &m.tokenizer, Default::default()).unwrap();
+        let a = alone.submit(r.clone()).unwrap();
+        let want = drain(&mut alone).remove(&a).unwrap();
+        assert_same(&got[id], &want, "group member");
+        assert_scored(&m, r, &got[id], "group member");
+    }
+}
