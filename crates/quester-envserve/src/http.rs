@@ -4,7 +4,7 @@
 
 use crate::error::{FieldError, RequestError};
 use crate::server::App;
-use crate::session::Session;
+use crate::session::{on_fresh_session, Session};
 use crate::wire::{parse_action, parse_reset, ResetParams};
 use axum::body::Bytes;
 use axum::extract::State;
@@ -61,14 +61,7 @@ async fn with_fresh_session<F>(app: &App, call: F) -> Response
 where
     F: FnOnce(&mut Session) -> Result<Value, RequestError> + Send + 'static,
 {
-    let template = app.config.env.clone();
-    let joined = tokio::task::spawn_blocking(move || {
-        let mut session =
-            Session::new(template).map_err(|e| RequestError::env("building the env", e))?;
-        call(&mut session)
-    })
-    .await;
-    match joined {
+    match on_fresh_session(app.config.env.clone(), call).await {
         Ok(Ok(value)) => Json(value).into_response(),
         Ok(Err(e)) => error_response(&e),
         Err(e) => {

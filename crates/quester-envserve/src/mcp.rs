@@ -10,8 +10,8 @@
 use crate::capacity::Slot;
 use crate::error::{FieldError, RequestError};
 use crate::server::App;
-use crate::session::Session;
-use crate::wire::parse_reset;
+use crate::session::{on_fresh_session, Session};
+use crate::wire::{no_other_fields, parse_reset, take_string};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -209,48 +209,17 @@ enum ToolCall {
 }
 
 fn parse_tool(name: &str, mut args: Map<String, Value>) -> Result<ToolCall, RpcError> {
-    let invalid = |loc: &[&str], kind, msg: &str| {
-        RpcError::from_request(&RequestError::validation(loc, kind, msg))
-    };
+    let rpc = |e: RequestError| RpcError::from_request(&e);
     match name {
-        "reset" => parse_reset(args)
-            .map(ToolCall::Reset)
-            .map_err(|e| RpcError::from_request(&e)),
+        "reset" => parse_reset(args).map(ToolCall::Reset).map_err(rpc),
         "step" => {
-            let action = match args.remove("action") {
-                Some(Value::String(s)) => s,
-                Some(_) => {
-                    return Err(invalid(
-                        &["arguments", "action"],
-                        "string_type",
-                        "Input should be a valid string",
-                    ))
-                }
-                None => {
-                    return Err(invalid(
-                        &["arguments", "action"],
-                        "missing",
-                        "Field required",
-                    ))
-                }
-            };
-            match args.keys().next() {
-                Some(extra) => Err(invalid(
-                    &["arguments", extra.as_str()],
-                    "extra_forbidden",
-                    "Extra inputs are not permitted",
-                )),
-                None => Ok(ToolCall::Step(action)),
-            }
+            let action = take_string(&mut args, "action", &["arguments"]).map_err(rpc)?;
+            no_other_fields(&args, &["arguments"]).map_err(rpc)?;
+            Ok(ToolCall::Step(action))
         }
-        "state" => match args.keys().next() {
-            Some(extra) => Err(invalid(
-                &["arguments", extra.as_str()],
-                "extra_forbidden",
-                "Extra inputs are not permitted",
-            )),
-            None => Ok(ToolCall::State),
-        },
+        "state" => no_other_fields(&args, &["arguments"])
+            .map(|()| ToolCall::State)
+            .map_err(rpc),
         other => Err(RpcError::new(
             INVALID_PARAMS,
             format!("Tool not found: {other}"),
@@ -395,15 +364,7 @@ async fn call_tool(app: &App, params: Map<String, Value>) -> Result<Value, RpcEr
             }
             joined
         }
-        None => {
-            let template = app.config.env.clone();
-            tokio::task::spawn_blocking(move || {
-                let mut session =
-                    Session::new(template).map_err(|e| RequestError::env("building the env", e))?;
-                run_tool(&mut session, call)
-            })
-            .await
-        }
+        None => on_fresh_session(app.config.env.clone(), move |s| run_tool(s, call)).await,
     };
     match joined {
         Ok(result) => result.map_err(|e| RpcError::from_request(&e)),

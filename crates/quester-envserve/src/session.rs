@@ -106,3 +106,20 @@ impl Session {
         self.env.env().rules()
     }
 }
+
+/// Runs `call` on a fresh session built from `template`, on a blocking thread (a stateless
+/// HTTP or MCP call); the outer error when the env panicked.
+pub async fn on_fresh_session<F>(
+    template: EnvTemplate,
+    call: F,
+) -> Result<Result<Value, RequestError>, tokio::task::JoinError>
+where
+    F: FnOnce(&mut Session) -> Result<Value, RequestError> + Send + 'static,
+{
+    tokio::task::spawn_blocking(move || {
+        let mut session =
+            Session::new(template).map_err(|e| RequestError::env("building the env", e))?;
+        call(&mut session)
+    })
+    .await
+}

@@ -154,44 +154,57 @@ pub fn parse_reset(mut data: Map<String, Value>) -> Result<ResetParams, RequestE
 /// Reads an action object: `message` (a string) and an optional `metadata` object, as
 /// OpenEnv's `Action` base class has it; any other key is an error.
 pub fn parse_action(mut action: Map<String, Value>, loc: &[&str]) -> Result<String, RequestError> {
-    fn at<'a>(loc: &[&'a str], field: &'a str) -> Vec<&'a str> {
-        loc.iter().copied().chain([field]).collect()
-    }
     match action.remove("metadata") {
         None | Some(Value::Object(_)) => {}
         Some(_) => {
             return Err(RequestError::validation(
-                &at(loc, "metadata"),
+                &field_loc(loc, "metadata"),
                 "dict_type",
                 "Input should be a valid dictionary",
             ))
         }
     }
-    let message = match action.remove(ACTION_FIELD) {
-        Some(Value::String(s)) => s,
-        Some(_) => {
-            return Err(RequestError::validation(
-                &at(loc, ACTION_FIELD),
-                "string_type",
-                "Input should be a valid string",
-            ))
-        }
-        None => {
-            return Err(RequestError::validation(
-                &at(loc, ACTION_FIELD),
-                "missing",
-                "Field required",
-            ))
-        }
-    };
-    if let Some(extra) = action.keys().next() {
-        return Err(RequestError::validation(
-            &at(loc, extra),
+    let message = take_string(&mut action, ACTION_FIELD, loc)?;
+    no_other_fields(&action, loc)?;
+    Ok(message)
+}
+
+fn field_loc<'a>(loc: &[&'a str], field: &'a str) -> Vec<&'a str> {
+    loc.iter().copied().chain([field]).collect()
+}
+
+/// Removes the required string field `field` of the object at `loc`, with pydantic's errors
+/// when it is missing or not a string.
+pub fn take_string(
+    object: &mut Map<String, Value>,
+    field: &str,
+    loc: &[&str],
+) -> Result<String, RequestError> {
+    match object.remove(field) {
+        Some(Value::String(s)) => Ok(s),
+        Some(_) => Err(RequestError::validation(
+            &field_loc(loc, field),
+            "string_type",
+            "Input should be a valid string",
+        )),
+        None => Err(RequestError::validation(
+            &field_loc(loc, field),
+            "missing",
+            "Field required",
+        )),
+    }
+}
+
+/// An error naming the first field left in the object at `loc` (every known one removed).
+pub fn no_other_fields(object: &Map<String, Value>, loc: &[&str]) -> Result<(), RequestError> {
+    match object.keys().next() {
+        Some(extra) => Err(RequestError::validation(
+            &field_loc(loc, extra),
             "extra_forbidden",
             "Extra inputs are not permitted",
-        ));
+        )),
+        None => Ok(()),
     }
-    Ok(message)
 }
 
 #[cfg(test)]
