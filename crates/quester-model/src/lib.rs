@@ -31,8 +31,8 @@ pub mod generate;
 pub mod score;
 
 pub use generate::{
-    generate, generate_with, FinishReason, GenerationOutput, GenerationRequest, SamplingParams,
-    Scaffold, TemperatureSwitch,
+    generate, generate_continuous, generate_with, FinishReason, GenerationOutput,
+    GenerationRequest, Orders, SamplingParams, Scaffold, TemperatureSwitch,
 };
 pub use score::{score, ScoreOutput};
 

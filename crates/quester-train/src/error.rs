@@ -23,6 +23,15 @@ pub enum TrainError {
     /// Boxed: the embedder's error is large, and every `Result` of the crate carries this type.
     #[error("sentence embeddings: {0}")]
     Embed(#[source] Box<quester_embed::EmbedError>),
+    /// The model engine's own error (generation), its chain kept.
+    #[error("policy: {0}")]
+    Model(#[source] Box<quester_model::ModelError>),
+}
+
+impl From<quester_model::ModelError> for TrainError {
+    fn from(e: quester_model::ModelError) -> Self {
+        TrainError::Model(Box::new(e))
+    }
 }
 
 impl From<quester_embed::EmbedError> for TrainError {

@@ -22,7 +22,8 @@ use crate::error::{ModelError, Result};
 use crate::model::{DecodeWeights, Model};
 use crate::tokenizer::Tokenizer;
 pub(crate) use prefill::{prefill, Prefill};
-use scheduler::{Scheduler, SchedulerConfig};
+use scheduler::{Scheduler, SchedulerConfig, SequenceId};
+use std::collections::HashMap;
 
 /// Generates a response for every request, all in one batch. On a CPU with AVX-512 an f32
 /// model's matrices are packed for decoding first (see [`DecodeWeights`]; about the cost of
@@ -81,6 +82,138 @@ enum Weights<'a> {
     Unpacked,
 }
 
+/// What the caller of [`generate_continuous`] asks for after a step.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Orders {
+    /// New requests, each under a key of the caller's choosing (unique among live ones).
+    pub submit: Vec<(u64, GenerationRequest)>,
+    /// Live requests to drop (their rows are freed; they are never reported).
+    pub cancel: Vec<u64>,
+}
+
+/// Continuous generation driven by the caller: `first` is submitted, then after every token
+/// step `on_step` gets the requests that ended in it (with their keys, possibly none) and
+/// answers with [`Orders`]: requests to add, which join the running batch at the next step,
+/// and requests to drop. Returns once nothing waits or runs. At most `max_rows` sequences
+/// decode at once; the rest wait. `weights`: a snapshot of `model`'s matrices packed earlier
+/// (see [`generate_with`]), or None to pack them for this call where that pays off.
+///
+/// A request's response does not depend on when it was submitted or what else runs (each
+/// samples from its own seeded stream; up to float rounding between batch shapes).
+pub fn generate_continuous<E: From<ModelError>>(
+    model: &Model,
+    weights: Option<&DecodeWeights>,
+    tokenizer: &Tokenizer,
+    max_rows: usize,
+    first: Vec<(u64, GenerationRequest)>,
+    on_step: &mut dyn FnMut(Vec<(u64, GenerationOutput)>) -> std::result::Result<Orders, E>,
+) -> std::result::Result<(), E> {
+    let weights = match weights {
+        Some(w) => {
+            w.check(model)?;
+            Weights::Packed(w)
+        }
+        None if DecodeWeights::pays_off(model) => Weights::Pack,
+        None => Weights::Unpacked,
+    };
+    let awake = if model.device().is_cpu() {
+        Some(crate::threads::AwakeWorkers::start())
+    } else {
+        None
+    };
+    drive(
+        model,
+        weights,
+        tokenizer,
+        max_rows,
+        first,
+        on_step,
+        awake.as_ref(),
+    )
+}
+
+/// The scheduler loop of [`generate_continuous`] (and so of [`generate`]).
+fn drive<E: From<ModelError>>(
+    model: &Model,
+    weights: Weights<'_>,
+    tokenizer: &Tokenizer,
+    max_rows: usize,
+    first: Vec<(u64, GenerationRequest)>,
+    on_step: &mut dyn FnMut(Vec<(u64, GenerationOutput)>) -> std::result::Result<Orders, E>,
+    awake: Option<&crate::threads::AwakeWorkers>,
+) -> std::result::Result<(), E> {
+    // Checked before packing, which is about a token step's work.
+    for (key, r) in &first {
+        sequence::validate(&format!("request {key}"), r, model.config.vocab_size)?;
+    }
+    // Packing pays for itself only when something decodes; later requests of a call that
+    // started without decoding run on the model's own tensors.
+    let decodes = first.iter().any(|(_, r)| r.params.max_new_tokens > 0);
+    let own;
+    let packed = match weights {
+        Weights::Pack if decodes => {
+            own = DecodeWeights::new(model)?;
+            Some(&own)
+        }
+        Weights::Packed(w) => Some(w),
+        Weights::Pack | Weights::Unpacked => None,
+    };
+    let config = SchedulerConfig {
+        max_rows,
+        prefill_tokens: usize::MAX,
+    };
+    let mut s = Scheduler::new(model, packed, tokenizer, config)?.with_awake(awake);
+    let mut live = Live::default();
+    live.submit(&mut s, first)?;
+    while !s.is_idle() {
+        let mut done = Vec::new();
+        for (id, out) in s.step()? {
+            if let Some(key) = live.ended(id) {
+                done.push((key, out));
+            }
+        }
+        let orders = on_step(done)?;
+        for key in orders.cancel {
+            if let Some(id) = live.ids.remove(&key) {
+                live.keys.remove(&id);
+                s.cancel(id)?;
+            }
+        }
+        live.submit(&mut s, orders.submit)?;
+    }
+    Ok(())
+}
+
+/// The caller's keys of the live requests and the scheduler's ids, both ways.
+#[derive(Default)]
+struct Live {
+    keys: HashMap<SequenceId, u64>,
+    ids: HashMap<u64, SequenceId>,
+}
+
+impl Live {
+    fn submit(&mut self, s: &mut Scheduler<'_>, list: Vec<(u64, GenerationRequest)>) -> Result<()> {
+        for (key, r) in list {
+            if self.ids.contains_key(&key) {
+                return Err(ModelError::Input(format!(
+                    "request key {key} is already live"
+                )));
+            }
+            let id = s.submit(r)?;
+            self.keys.insert(id, key);
+            self.ids.insert(key, id);
+        }
+        Ok(())
+    }
+
+    /// The key of a sequence that has ended (None for one cancelled meanwhile).
+    fn ended(&mut self, id: SequenceId) -> Option<u64> {
+        let key = self.keys.remove(&id)?;
+        self.ids.remove(&key);
+        Some(key)
+    }
+}
+
 /// "Submit all, step until idle" on a [`Scheduler`] with a row for every request: one prefill,
 /// then token steps until every sequence has ended.
 fn run(
@@ -93,37 +226,24 @@ fn run(
     if requests.is_empty() {
         return Ok(Vec::new());
     }
-    // Checked before packing, which is about a token step's work.
-    for (i, r) in requests.iter().enumerate() {
-        sequence::validate(&format!("request {i}"), r, model.config.vocab_size)?;
-    }
-    let decodes = requests.iter().any(|r| r.params.max_new_tokens > 0);
-    let own;
-    let packed = match weights {
-        Weights::Pack if decodes => {
-            own = DecodeWeights::new(model)?;
-            Some(&own)
-        }
-        Weights::Packed(w) => Some(w),
-        Weights::Pack | Weights::Unpacked => None,
-    };
-    let config = SchedulerConfig {
-        max_rows: requests.len(),
-        prefill_tokens: usize::MAX,
-    };
-    let mut s = Scheduler::new(model, packed, tokenizer, config)?.with_awake(awake);
-    let ids = requests
-        .iter()
-        .map(|r| s.submit(r.clone()))
-        .collect::<Result<Vec<_>>>()?;
-    let mut out: std::collections::HashMap<_, _> = std::collections::HashMap::new();
-    while !s.is_idle() {
-        out.extend(s.step()?);
-    }
-    ids.iter()
-        .map(|id| {
-            out.remove(id)
-                .ok_or_else(|| ModelError::Input(format!("sequence {id} was never reported")))
-        })
+    let first = (0u64..).zip(requests.iter().cloned()).collect();
+    let mut out: Vec<Option<GenerationOutput>> = vec![None; requests.len()];
+    drive(
+        model,
+        weights,
+        tokenizer,
+        requests.len(),
+        first,
+        &mut |done| {
+            for (key, o) in done {
+                out[key as usize] = Some(o);
+            }
+            Ok::<_, ModelError>(Orders::default())
+        },
+        awake,
+    )?;
+    out.into_iter()
+        .enumerate()
+        .map(|(i, o)| o.ok_or_else(|| ModelError::Input(format!("request {i} was never reported"))))
         .collect()
 }

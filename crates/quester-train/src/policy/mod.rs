@@ -71,11 +71,52 @@ pub struct Generation {
     pub temperatures: Vec<f32>,
 }
 
+/// What the caller of [`Policy::generate_continuous`] asks for after a step.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Orders {
+    /// New requests, each under a key of the caller's choosing (unique among live ones).
+    pub submit: Vec<(u64, GenRequest)>,
+    /// Live requests to drop; they are never reported.
+    pub cancel: Vec<u64>,
+}
+
+/// Receives the requests that ended in a step (with their keys, possibly none) and answers
+/// with what to do next.
+pub type OnStep<'a> = dyn FnMut(Vec<(u64, Generation)>) -> Result<Orders, TrainError> + 'a;
+
 /// A model that answers conversations.
 pub trait Policy {
     /// Generates one response per request (each with its own sampling settings), in request
     /// order.
     fn generate(&mut self, requests: &[GenRequest]) -> Result<Vec<Generation>, TrainError>;
+
+    /// Generation driven by the caller: `first` is submitted, and every time responses come
+    /// back `on_step` gets them and answers with requests to add and requests to drop;
+    /// returns once nothing is left. A policy that schedules per token step (the native
+    /// model) calls `on_step` after every step, so a request that ends early frees its row
+    /// and its caller goes on while the others decode. This default runs what is pending as
+    /// one [`Policy::generate`] batch at a time (each batch waits for its longest response).
+    fn generate_continuous(
+        &mut self,
+        first: Vec<(u64, GenRequest)>,
+        on_step: &mut OnStep<'_>,
+    ) -> Result<(), TrainError> {
+        let mut pending = first;
+        while !pending.is_empty() {
+            let (keys, requests): (Vec<u64>, Vec<GenRequest>) = pending.into_iter().unzip();
+            let gens = self.generate(&requests)?;
+            if gens.len() != requests.len() {
+                return Err(TrainError::Policy(format!(
+                    "asked for {} responses, got {}",
+                    requests.len(),
+                    gens.len()
+                )));
+            }
+            // Nothing is live between batches, so there is nothing to cancel.
+            pending = on_step(keys.into_iter().zip(gens).collect())?.submit;
+        }
+        Ok(())
+    }
 
     /// The prompt token ids `generate` would condition on for this conversation and forced
     /// opening: how a method that trains a response under another context than it was sampled

@@ -11,12 +11,14 @@ use quester_model::train_step::{
 use quester_model::{
     ChatMessage as MChat, ChatTemplate, DecodeWeights, GenerationRequest, Model, Tokenizer,
 };
+use std::collections::HashMap;
 use std::ops::Range;
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::{
-    ChatMessage, GenRequest, Generation, LossValue, Policy, TrainSeq, TrainablePolicy, UpdateStats,
+    ChatMessage, GenRequest, Generation, LossValue, OnStep, Policy, TrainSeq, TrainablePolicy,
+    UpdateStats,
 };
 use crate::config::{TrainConfig, TrainMode};
 use crate::error::TrainError;
@@ -307,15 +309,33 @@ impl NativePolicy {
     }
 }
 
+impl NativePolicy {
+    /// `r` as the engine's request: its rendered, tokenised prompt and its sampling settings.
+    fn engine_request(&self, r: &GenRequest) -> Result<GenerationRequest, TrainError> {
+        Ok(GenerationRequest {
+            prompt_ids: self.prompt_ids(&r.messages, &r.response_prefix)?,
+            params: r.params.clone(),
+        })
+    }
+}
+
+/// The engine's output as the trainer's [`Generation`] of the prompt `prompt_ids`.
+fn generation(prompt_ids: Vec<u32>, o: quester_model::GenerationOutput) -> Generation {
+    Generation {
+        text: o.text,
+        prompt_ids,
+        response_ids: o.token_ids,
+        logprobs: o.logprobs,
+        temperatures: o.temperatures,
+    }
+}
+
 impl Policy for NativePolicy {
     fn generate(&mut self, requests: &[GenRequest]) -> Result<Vec<Generation>, TrainError> {
-        let mut reqs = Vec::with_capacity(requests.len());
-        for r in requests {
-            reqs.push(GenerationRequest {
-                prompt_ids: self.prompt_ids(&r.messages, &r.response_prefix)?,
-                params: r.params.clone(),
-            });
-        }
+        let reqs = requests
+            .iter()
+            .map(|r| self.engine_request(r))
+            .collect::<Result<Vec<_>, _>>()?;
         let longest = reqs.iter().map(|r| r.prompt_ids.len()).max().unwrap_or(0);
         let t = std::time::Instant::now();
         let model = &self.step.model().0;
@@ -334,14 +354,52 @@ impl Policy for NativePolicy {
         Ok(reqs
             .into_iter()
             .zip(outs)
-            .map(|(r, o)| Generation {
-                text: o.text,
-                prompt_ids: r.prompt_ids,
-                response_ids: o.token_ids,
-                logprobs: o.logprobs,
-                temperatures: o.temperatures,
-            })
+            .map(|(r, o)| generation(r.prompt_ids, o))
             .collect())
+    }
+
+    fn generate_continuous(
+        &mut self,
+        first: Vec<(u64, GenRequest)>,
+        on_step: &mut OnStep<'_>,
+    ) -> Result<(), TrainError> {
+        let this = &*self;
+        let weights = this.decode_weights()?;
+        // Each live request's prompt ids, returned with its response.
+        let mut prompts: HashMap<u64, Vec<u32>> = HashMap::new();
+        let to_engine = |list: Vec<(u64, GenRequest)>,
+                             prompts: &mut HashMap<u64, Vec<u32>>|
+         -> Result<Vec<(u64, GenerationRequest)>, TrainError> {
+            list.into_iter()
+                .map(|(key, r)| {
+                    let req = this.engine_request(&r)?;
+                    prompts.insert(key, req.prompt_ids.clone());
+                    Ok((key, req))
+                })
+                .collect()
+        };
+        let first = to_engine(first, &mut prompts)?;
+        quester_model::generate_continuous(
+            &this.step.model().0,
+            weights.as_deref(),
+            &this.tokenizer,
+            usize::MAX,
+            first,
+            &mut |done| {
+                let gens = done
+                    .into_iter()
+                    .map(|(key, o)| (key, generation(prompts.remove(&key).unwrap_or_default(), o)))
+                    .collect();
+                let orders = on_step(gens)?;
+                for key in &orders.cancel {
+                    prompts.remove(key);
+                }
+                Ok(quester_model::Orders {
+                    submit: to_engine(orders.submit, &mut prompts)?,
+                    cancel: orders.cancel,
+                })
+            },
+        )
     }
 
     fn encode(
