@@ -80,9 +80,15 @@ pub struct Orders {
     pub cancel: Vec<u64>,
 }
 
-/// Receives the requests that ended in a step (with their keys, possibly none) and answers
-/// with what to do next.
-pub type OnStep<'a> = dyn FnMut(Vec<(u64, Generation)>) -> Result<Orders, TrainError> + 'a;
+/// What came back from one step of [`Policy::generate_continuous`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StepOutput {
+    /// The requests that ended (possibly none), with their keys and responses.
+    pub finished: Vec<(u64, Generation)>,
+}
+
+/// Receives each step's output and answers with what to do next.
+pub type OnStep<'a> = dyn FnMut(StepOutput) -> Result<Orders, TrainError> + 'a;
 
 /// A model that answers conversations.
 pub trait Policy {
@@ -113,7 +119,8 @@ pub trait Policy {
                 )));
             }
             // Nothing is live between batches, so there is nothing to cancel.
-            pending = on_step(keys.into_iter().zip(gens).collect())?.submit;
+            let finished = keys.into_iter().zip(gens).collect();
+            pending = on_step(StepOutput { finished })?.submit;
         }
         Ok(())
     }

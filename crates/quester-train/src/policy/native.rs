@@ -17,8 +17,8 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::{
-    ChatMessage, GenRequest, Generation, LossValue, OnStep, Policy, TrainSeq, TrainablePolicy,
-    UpdateStats,
+    ChatMessage, GenRequest, Generation, LossValue, OnStep, Policy, StepOutput, TrainSeq,
+    TrainablePolicy, UpdateStats,
 };
 use crate::config::{TrainConfig, TrainMode};
 use crate::error::TrainError;
@@ -368,7 +368,7 @@ impl Policy for NativePolicy {
         // Each live request's prompt ids, returned with its response.
         let mut prompts: HashMap<u64, Vec<u32>> = HashMap::new();
         let to_engine = |list: Vec<(u64, GenRequest)>,
-                             prompts: &mut HashMap<u64, Vec<u32>>|
+                         prompts: &mut HashMap<u64, Vec<u32>>|
          -> Result<Vec<(u64, GenerationRequest)>, TrainError> {
             list.into_iter()
                 .map(|(key, r)| {
@@ -386,11 +386,11 @@ impl Policy for NativePolicy {
             usize::MAX,
             first,
             &mut |done| {
-                let gens = done
+                let finished = done
                     .into_iter()
                     .map(|(key, o)| (key, generation(prompts.remove(&key).unwrap_or_default(), o)))
                     .collect();
-                let orders = on_step(gens)?;
+                let orders = on_step(StepOutput { finished })?;
                 for key in &orders.cancel {
                     prompts.remove(key);
                 }
