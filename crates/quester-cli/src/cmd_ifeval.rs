@@ -36,7 +36,7 @@ pub struct IfevalArgs {
     /// Sampling temperature; 0 = greedy (IFEval's setting).
     #[arg(long, default_value_t = 0.0)]
     pub temperature: f64,
-    /// Prompts generated together.
+    /// Most prompts in generation at once.
     #[arg(long, default_value_t = 32)]
     pub batch: usize,
     /// Seed of the sampling streams (unused when greedy).

@@ -2,12 +2,12 @@
 //! generates its responses (the native model, a checkpoint, or an OpenAI-compatible server).
 //!
 //! Prompts are sent as one user message each, with no system prompt and no forced opening, as
-//! lm-evaluation-harness sends IFEval's. They are generated in batches of similar prompt length
-//! (less padding waste, fewer long stragglers beside short prompts) and returned in input order.
+//! lm-evaluation-harness sends IFEval's. They are sent in order of prompt length (less padding
+//! waste where prompts are prefilled together) and returned in input order.
 //! Every response has its own seed derived from `seed` and its index, so a response does not
 //! depend on the batch it ran in.
 
-use quester_train::policy::{ChatMessage, GenRequest, Policy, SamplingParams};
+use quester_train::policy::{ChatMessage, GenRequest, Orders, Policy, SamplingParams};
 use quester_train::rng::derive;
 use quester_train::TrainError;
 
@@ -19,7 +19,7 @@ pub struct AnswerOptions {
     /// 0 = greedy.
     pub temperature: f64,
     pub top_p: f64,
-    /// Prompts generated together.
+    /// Most prompts in generation at once.
     pub batch: usize,
     pub seed: u64,
 }
@@ -46,11 +46,14 @@ pub struct Answer {
     pub truncated: bool,
 }
 
-/// Receives each batch's answers with their indices into the prompts.
+/// Receives answers with their indices into the prompts, as they come.
 pub type BatchSink<'a> = dyn FnMut(&[(usize, Answer)]) -> Result<(), TrainError> + 'a;
 
-/// The answers to `prompts`, in order. After every batch `on_batch` gets that batch's answers
-/// with their indices into `prompts` (to save them as they come) and may fail the run.
+/// The answers to `prompts`, in order. At most `opts.batch` prompts are in generation at once;
+/// on a policy that schedules per token step (the native model) an answer that ends frees its
+/// place for the next prompt at once, otherwise they go in batches of `opts.batch`. Whenever
+/// answers come back `on_batch` gets them with their indices into `prompts` (to save them as
+/// they come) and may fail the run.
 pub fn answer_prompts(
     policy: &mut dyn Policy,
     prompts: &[String],
@@ -63,51 +66,59 @@ pub fn answer_prompts(
     // Similar lengths together: the prompt's byte length stands in for its token count.
     let mut order: Vec<usize> = (0..prompts.len()).collect();
     order.sort_by_key(|&i| (prompts[i].len(), i));
-    let mut out: Vec<Answer> = vec![Answer::default(); prompts.len()];
-    for chunk in order.chunks(opts.batch) {
-        let requests: Vec<GenRequest> = chunk
-            .iter()
-            .map(|&i| GenRequest {
-                messages: vec![ChatMessage::user(prompts[i].clone())],
-                response_prefix: String::new(),
-                params: SamplingParams {
-                    temperature: opts.temperature,
-                    top_p: opts.top_p,
-                    top_k: 0,
-                    max_new_tokens: opts.max_new_tokens,
-                    stop: Vec::new(),
-                    seed: derive(opts.seed, &[i as u64]),
-                    ..SamplingParams::default()
-                },
-            })
-            .collect();
-        let gens = policy.generate(&requests)?;
-        if gens.len() != requests.len() {
-            return Err(TrainError::Policy(format!(
-                "asked for {} responses, got {}",
-                requests.len(),
-                gens.len()
-            )));
-        }
-        let answers: Vec<(usize, Answer)> = chunk
-            .iter()
-            .zip(gens)
-            .map(|(&i, g)| {
+    let request = |i: usize| {
+        let r = GenRequest {
+            messages: vec![ChatMessage::user(prompts[i].clone())],
+            response_prefix: String::new(),
+            params: SamplingParams {
+                temperature: opts.temperature,
+                top_p: opts.top_p,
+                top_k: 0,
+                max_new_tokens: opts.max_new_tokens,
+                stop: Vec::new(),
+                seed: derive(opts.seed, &[i as u64]),
+                ..SamplingParams::default()
+            },
+        };
+        (i as u64, r)
+    };
+    let mut queue = order.into_iter();
+    let first: Vec<_> = queue.by_ref().take(opts.batch).map(request).collect();
+    let mut out: Vec<Option<Answer>> = vec![None; prompts.len()];
+    policy.generate_continuous(first, &mut |step| {
+        let answers: Vec<(usize, Answer)> = step
+            .finished
+            .into_iter()
+            .map(|(key, g)| {
                 let n = g.response_ids.len();
                 let answer = Answer {
                     response: g.text,
                     new_tokens: n,
                     truncated: n >= opts.max_new_tokens,
                 };
-                (i, answer)
+                (key as usize, answer)
             })
             .collect();
-        on_batch(&answers)?;
-        for (i, a) in answers {
-            out[i] = a;
+        if answers.is_empty() {
+            return Ok(Orders::default());
         }
-    }
-    Ok(out)
+        on_batch(&answers)?;
+        // Every answer frees a place for the next prompt.
+        let submit = queue.by_ref().take(answers.len()).map(request).collect();
+        for (i, a) in answers {
+            if let Some(slot) = out.get_mut(i) {
+                *slot = Some(a);
+            }
+        }
+        Ok(Orders {
+            submit,
+            cancel: Vec::new(),
+        })
+    })?;
+    out.into_iter()
+        .enumerate()
+        .map(|(i, a)| a.ok_or_else(|| TrainError::Policy(format!("prompt {i} was never answered"))))
+        .collect()
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! The prompts answered by the policy, saved batch by batch so that a killed run started again
+//! The prompts answered by the policy, saved as they come so that a killed run started again
 //! with the same settings continues where it stopped.
 
 use std::io::{IsTerminal, Write};

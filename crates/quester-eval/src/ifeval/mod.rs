@@ -3,8 +3,8 @@
 //!
 //! Output folder: `responses.jsonl` (the format Google's script and lm-evaluation-harness read),
 //! `scores.json` (the four accuracies, per category and per id, plus the generation settings),
-//! `per_prompt.jsonl` (each instruction's strict and loose result). Answers are saved batch by
-//! batch in `responses.partial.jsonl`; a killed run started again with the same settings and
+//! `per_prompt.jsonl` (each instruction's strict and loose result). Answers are saved as they
+//! come in `responses.partial.jsonl`; a killed run started again with the same settings and
 //! folder continues where it stopped.
 
 mod generate;
@@ -37,7 +37,7 @@ pub struct Generation {
     pub max_new_tokens: usize,
     /// 0 = greedy (IFEval's setting).
     pub temperature: f64,
-    /// Prompts generated together.
+    /// Most prompts in generation at once.
     pub batch: usize,
     /// Seed of the sampling streams (unused when greedy).
     pub seed: u64,

@@ -275,3 +275,86 @@ fn a_group_sharing_a_prefix_joins_as_it_would_run_alone() {
         assert_scored(&m, r, &got[id], "group member");
     }
 }
+
+/// `generate_continuous` driven as a rollout drives it: each answer submits a follow-up
+/// (its response appended to its prompt) at the step it ends, one request is cancelled, and
+/// every response equals the one `generate` gives the same request alone.
+#[test]
+fn caller_driven_generation_gives_each_request_its_own_response() {
+    use quester_model::generate::{generate_continuous, Orders};
+    let m = tiny();
+    let packed = DecodeWeights::new(&m.model).unwrap();
+    let reqs = requests(&m);
+    let n = reqs.len() as u64;
+    let mut follow_ups: BTreeMap<u64, GenerationRequest> = BTreeMap::new();
+    let mut got: BTreeMap<u64, GenerationOutput> = BTreeMap::new();
+    let mut steps = 0;
+    // Request 1 is dropped at the first step: never reported.
+    let mut cancel = vec![1u64];
+    generate_continuous::<quester_model::ModelError>(
+        &m.model,
+        Some(&packed),
+        &m.tokenizer,
+        3,
+        (0..n).zip(reqs.iter().cloned()).collect(),
+        &mut |done| {
+            steps += 1;
+            assert!(steps < 1000, "never went idle");
+            let mut orders = Orders {
+                cancel: std::mem::take(&mut cancel),
+                ..Orders::default()
+            };
+            for (key, out) in done {
+                if key < n {
+                    let mut prompt = reqs[key as usize].prompt_ids.clone();
+                    prompt.extend_from_slice(&out.token_ids);
+                    let follow = GenerationRequest {
+                        prompt_ids: prompt,
+                        params: SamplingParams {
+                            seed: 100 + key,
+                            temperature: 0.9,
+                            ..SamplingParams::greedy(6)
+                        },
+                    };
+                    follow_ups.insert(key + n, follow.clone());
+                    orders.submit.push((key + n, follow));
+                }
+                assert!(got.insert(key, out).is_none(), "key {key} reported twice");
+            }
+            Ok(orders)
+        },
+    )
+    .unwrap();
+    assert!(!got.contains_key(&1), "a cancelled request was reported");
+    assert_eq!(got.len(), 2 * (reqs.len() - 1));
+    let alone = |r: &GenerationRequest| {
+        generate_with(&m.model, &packed, &m.tokenizer, std::slice::from_ref(r))
+            .unwrap()
+            .remove(0)
+    };
+    for (key, out) in &got {
+        let r = if *key < n {
+            &reqs[*key as usize]
+        } else {
+            &follow_ups[key]
+        };
+        assert_same(out, &alone(r), &format!("key {key}"));
+    }
+}
+
+#[test]
+fn a_key_submitted_twice_while_live_is_an_error() {
+    use quester_model::generate::generate_continuous;
+    let m = tiny();
+    let r = request(&m, "go left", SamplingParams::greedy(4));
+    let err = generate_continuous::<quester_model::ModelError>(
+        &m.model,
+        None,
+        &m.tokenizer,
+        4,
+        vec![(7, r.clone()), (7, r)],
+        &mut |_| Ok(Default::default()),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("key 7"), "{err}");
+}

@@ -1,4 +1,5 @@
-//! The rollout engine: many trials at once, every turn's prompts batched into ONE generate call.
+//! The rollout engine: many trials at once, on the policy's continuous generation (a trial's
+//! next prompt is sent as soon as its last response is back).
 //!
 //! A trial is up to `num_attempts` attempts at the same task (`Env::restart` between them). A
 //! won attempt freezes the trial. Between attempts an optional reflection step asks the policy
@@ -15,7 +16,7 @@ use quester_envs::{Env, EnvError};
 
 use crate::config::ReflectionType;
 use crate::error::TrainError;
-use crate::policy::{ChatMessage, GenRequest, Policy, SamplingParams};
+use crate::policy::{ChatMessage, GenRequest, Generation, Orders, Policy, SamplingParams};
 use crate::prompts::{render, PromptTemplates};
 use crate::rng::derive;
 use crate::sample::OldLogprobs;
@@ -116,8 +117,9 @@ pub struct TurnContext<'a> {
 }
 
 /// Text a method appends to play prompts, decided turn by turn from the prompt itself
-/// (EMPO2's retrieved tips): called once per generation round with every play prompt of the
-/// round, it returns one text per prompt (empty: nothing added).
+/// (EMPO2's retrieved tips): called with the play prompts about to be sent together (every
+/// trial's first, then those whose responses came back in the same step), it returns one
+/// text per prompt (empty: nothing added).
 pub type TurnHook<'a> = dyn Fn(&[TurnContext<'_>]) -> Result<Vec<String>, TrainError> + 'a;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -144,7 +146,8 @@ struct Running {
     reward_sum: f64,
     invalid: usize,
     attempt_first_sample: usize,
-    pending_anchor: String,
+    /// The response this trial waits for.
+    pending: Option<Pending>,
     /// The privileged information shown to the coming reflection (empty: none).
     privileged: String,
 }
@@ -314,6 +317,12 @@ pub fn run_trials(
 }
 
 /// [`run_trials`] with a [`TurnHook`] that may append text to every play prompt.
+///
+/// Trials do not wait on each other: on a policy that schedules per token step (the native
+/// model), a trial whose response is done steps its env and sends its next prompt while the
+/// others' responses are still decoding. Every response samples from its own seeded stream
+/// (the trial's seed and the response's index in the trial), so a trial's play does not
+/// depend on when its turns ran.
 pub fn run_trials_with(
     policy: &mut dyn Policy,
     make_env: &EnvFactory<'_>,
@@ -322,9 +331,6 @@ pub fn run_trials_with(
     progress: Option<&ProgressBar>,
     hook: Option<&TurnHook<'_>>,
 ) -> Result<Vec<Trial>, TrainError> {
-    let started = std::time::Instant::now();
-    let mut last_log = started;
-    let mut round = 0usize;
     let mut running = Vec::with_capacity(requests.len());
     for req in requests {
         let mut env = make_env(&req.env_settings)?;
@@ -351,26 +357,96 @@ pub fn run_trials_with(
             reward_sum: 0.0,
             invalid: 0,
             attempt_first_sample: 0,
-            pending_anchor: String::new(),
+            pending: None,
             privileged: String::new(),
         });
     }
-    loop {
-        let active: Vec<usize> = (0..running.len())
-            .filter(|&i| running[i].phase != Phase::Done)
-            .collect();
-        if active.is_empty() {
-            break;
+    let mut play = Play {
+        running,
+        spec,
+        hook,
+        progress,
+        log: ProgressLog::new(),
+    };
+    let all: Vec<usize> = (0..play.running.len()).collect();
+    let first = play.next_requests(&all)?;
+    match spec.expert {
+        None => policy.generate_continuous(first, &mut |step| {
+            let done: Vec<(usize, Generation, SampleRole)> = step
+                .finished
+                .into_iter()
+                .map(|(key, g)| (key as usize, g, SampleRole::Policy))
+                .collect();
+            let submit = play.absorb(done)?;
+            Ok(Orders {
+                submit,
+                cancel: Vec::new(),
+            })
+        })?,
+        Some(expert) => {
+            let mut pending = first;
+            while !pending.is_empty() {
+                let done = pending
+                    .into_iter()
+                    .map(|(key, req)| {
+                        let i = key as usize;
+                        let (g, role) = play.running[i].expert_answer(expert, &req)?;
+                        Ok((i, g, role))
+                    })
+                    .collect::<Result<Vec<_>, TrainError>>()?;
+                pending = play.absorb(done)?;
+            }
         }
-        let mut rendered: Vec<String> = active.iter().map(|&i| running[i].prompt(spec)).collect();
-        if let Some(hook) = hook {
-            let plays: Vec<usize> = (0..active.len())
-                .filter(|&k| running[active[k]].phase == Phase::Play)
+    }
+    Ok(play
+        .running
+        .into_iter()
+        .map(|r| Trial {
+            task_id: r.req.task_id,
+            task_seed: r.req.task_seed,
+            trial: r.req.trial,
+            opponent: r.req.opponent,
+            attempts: r.outcomes,
+            samples: r.samples,
+        })
+        .collect())
+}
+
+/// A response asked for and not yet answered: the prompt as the sample records it, the
+/// request sent, and the anchor its sample will carry.
+struct Pending {
+    prompt: String,
+    request: GenRequest,
+    anchor: String,
+}
+
+/// The trials of one [`run_trials_with`] call as responses come back.
+struct Play<'a, 'h> {
+    running: Vec<Running>,
+    spec: &'a RolloutSpec,
+    hook: Option<&'a TurnHook<'h>>,
+    progress: Option<&'a ProgressBar>,
+    log: ProgressLog,
+}
+
+impl Play<'_, '_> {
+    /// The next request of each trial in `trials` (none finished), keyed by trial index: the
+    /// prompts rendered, the hook's texts added to the play prompts (one hook call for all
+    /// of them), each trial's next sampling seed taken.
+    fn next_requests(&mut self, trials: &[usize]) -> Result<Vec<(u64, GenRequest)>, TrainError> {
+        let spec = self.spec;
+        let mut rendered: Vec<String> = trials
+            .iter()
+            .map(|&i| self.running[i].prompt(spec))
+            .collect();
+        if let Some(hook) = self.hook {
+            let plays: Vec<usize> = (0..trials.len())
+                .filter(|&k| self.running[trials[k]].phase == Phase::Play)
                 .collect();
             let turns: Vec<TurnContext<'_>> = plays
                 .iter()
                 .map(|&k| {
-                    let r = &running[active[k]];
+                    let r = &self.running[trials[k]];
                     TurnContext {
                         request: &r.req,
                         attempt: r.attempt,
@@ -391,10 +467,9 @@ pub fn run_trials_with(
                 rendered[k].push_str(&text);
             }
         }
-        let mut batch = Vec::with_capacity(active.len());
-        let mut prompts = Vec::with_capacity(active.len());
-        for (&i, prompt) in active.iter().zip(rendered) {
-            let r = &mut running[i];
+        let mut out = Vec::with_capacity(trials.len());
+        for (&i, prompt) in trials.iter().zip(rendered) {
+            let r = &mut self.running[i];
             let (prefix, sampling) = match r.phase {
                 Phase::Reflect => (&spec.templates.reflect_prefix, &spec.reflect_sampling),
                 _ => (&spec.templates.play_prefix, &spec.play_sampling),
@@ -403,12 +478,12 @@ pub fn run_trials_with(
                 (Phase::Play, Some(t)) => t,
                 _ => sampling.temperature,
             };
-            r.pending_anchor = match r.phase {
+            let anchor = match r.phase {
                 Phase::Reflect => REFLECT_ANCHOR.to_string(),
                 _ if r.req.opponent.is_empty() => r.env.anchor(),
                 _ => format!("{}\n[opponent: {}]", r.env.anchor(), r.req.opponent),
             };
-            batch.push(GenRequest {
+            let request = GenRequest {
                 messages: vec![ChatMessage::user(prompt.clone())],
                 response_prefix: prefix.clone(),
                 params: SamplingParams {
@@ -416,132 +491,172 @@ pub fn run_trials_with(
                     temperature,
                     ..sampling.clone()
                 },
-            });
+            };
             r.generations += 1;
-            prompts.push(prompt);
-        }
-        let (gens, roles): (Vec<_>, Vec<_>) = match spec.expert {
-            None => {
-                let gens = policy.generate(&batch)?;
-                let roles = vec![SampleRole::Policy; gens.len()];
-                (gens, roles)
-            }
-            Some(play) => active
-                .iter()
-                .zip(&batch)
-                .map(|(&i, req)| running[i].expert_answer(play, req))
-                .collect::<Result<Vec<_>, _>>()?
-                .into_iter()
-                .unzip(),
-        };
-        if gens.len() != batch.len() {
-            return Err(TrainError::Policy(format!(
-                "asked for {} responses, got {}",
-                batch.len(),
-                gens.len()
-            )));
-        }
-        for ((((&i, g), prompt), req), role) in
-            active.iter().zip(gens).zip(prompts).zip(&batch).zip(roles)
-        {
-            let r = &mut running[i];
-            let mut sample = Sample {
-                task_id: r.req.task_id.clone(),
-                task_seed: r.req.task_seed,
-                trial: r.req.trial,
-                opponent: r.req.opponent.clone(),
-                attempt: r.attempt,
-                turn: r.turn,
-                kind: SampleKind::Play,
-                anchor: std::mem::take(&mut r.pending_anchor),
-                reward: 0.0,
-                score_adjustment: 0.0,
-                role,
-                valid: true,
-                won: false,
-                attempt_won: false,
+            out.push((i as u64, request.clone()));
+            r.pending = Some(Pending {
                 prompt,
-                // What the environment sees: the forced prefix (part of prompt_ids) + the reply.
-                response: format!("{}{}", req.response_prefix, g.text),
-                prompt_ids: g.prompt_ids,
-                train_prompt_ids: None,
-                response_ids: g.response_ids,
-                logprobs: g.logprobs,
-                temperatures: g.temperatures,
-                truncated_sampling: req.params.top_p < 1.0 || req.params.top_k > 0,
-                old_logprobs: OldLogprobs::Auto,
-            };
-            if r.phase == Phase::Reflect {
-                r.privileged.clear();
-                let remark = quester_envs::action::extract_tag(&sample.response, "remark");
-                sample.kind = SampleKind::Reflect;
-                sample.valid = remark.is_some();
-                let text: String = remark
-                    .unwrap_or("")
-                    .chars()
-                    .take(spec.max_reflection_chars)
-                    .collect();
-                if let Some(rec) = r.records.last_mut() {
-                    rec.reflection = Some(text);
-                }
-                r.samples.push(sample);
-                r.phase = Phase::Play;
-                continue;
-            }
-            // A response without its required segment is an invalid action: the env sees no
-            // action at all, so its own invalid-action rule (message, wasted turn) applies.
-            let missing_tag = spec.required_tag.as_deref().is_some_and(|tag| {
-                quester_envs::action::extract_tag(&sample.response, tag)
-                    .is_none_or(|t| t.trim().is_empty())
+                request,
+                anchor,
             });
-            let step = if missing_tag {
-                r.env.step("")
-            } else {
-                r.env.step(&sample.response)
-            };
-            sample.reward = step.reward;
-            sample.valid = step.valid;
-            sample.won = step.done && step.won;
-            // Earlier observations as the env shortens them for the history (WebShop: 15 items).
-            let seen = std::mem::replace(&mut r.obs, step.observation.clone());
-            r.current.push(TurnRecord {
-                observation: r.env.history_observation(&seen),
-                action: action_text(&sample.response),
-                reward: step.reward,
-                valid: step.valid,
-                next_observation: r.env.history_observation(&step.observation),
-            });
-            r.samples.push(sample);
-            r.turn += 1;
-            r.reward_sum += step.reward;
-            r.invalid += usize::from(!step.valid);
-            if step.done || r.turn >= r.max_turns {
-                r.end_attempt(step.done && step.won, spec)?;
+        }
+        Ok(out)
+    }
+
+    /// Takes the responses of trials in `done` (trial index, response, who answered) into
+    /// their trials (in trial order, so a hook sees prompts in a fixed order) and returns the
+    /// next requests of those still playing.
+    fn absorb(
+        &mut self,
+        mut done: Vec<(usize, Generation, SampleRole)>,
+    ) -> Result<Vec<(u64, GenRequest)>, TrainError> {
+        done.sort_by_key(|d| d.0);
+        let answered = done.len();
+        let mut next = Vec::with_capacity(done.len());
+        for (i, g, role) in done {
+            let r = self.running.get_mut(i).ok_or_else(|| {
+                TrainError::Policy(format!("a response came back for unknown trial {i}"))
+            })?;
+            let pending = r.pending.take().ok_or_else(|| {
+                TrainError::Policy(format!("trial {i} got a response it did not ask for"))
+            })?;
+            r.take_response(pending, g, role, self.spec)?;
+            if r.phase != Phase::Done {
+                next.push(i);
             }
         }
-        if let Some(pb) = progress {
-            pb.inc(active.len() as u64);
+        if let Some(pb) = self.progress {
+            pb.inc(answered as u64);
         }
-        round += 1;
-        if last_log.elapsed() >= PROGRESS_LOG_EVERY {
-            last_log = std::time::Instant::now();
-            let done = running.iter().filter(|r| r.phase == Phase::Done).count();
+        let finished = self
+            .running
+            .iter()
+            .filter(|r| r.phase == Phase::Done)
+            .count();
+        self.log.tick(answered, finished, self.running.len());
+        self.next_requests(&next)
+    }
+}
+
+/// A progress line at most every [`PROGRESS_LOG_EVERY`] of a long rollout.
+struct ProgressLog {
+    started: std::time::Instant,
+    last: std::time::Instant,
+    responses: usize,
+}
+
+impl ProgressLog {
+    fn new() -> Self {
+        let now = std::time::Instant::now();
+        ProgressLog {
+            started: now,
+            last: now,
+            responses: 0,
+        }
+    }
+
+    fn tick(&mut self, answered: usize, done: usize, trials: usize) {
+        self.responses += answered;
+        if self.last.elapsed() >= PROGRESS_LOG_EVERY {
+            self.last = std::time::Instant::now();
             tracing::info!(
-                "rollout: round {round}, {done}/{} trials done, {:.0} s",
-                running.len(),
-                started.elapsed().as_secs_f64()
+                "rollout: {} responses, {done}/{trials} trials done, {:.0} s",
+                self.responses,
+                self.started.elapsed().as_secs_f64()
             );
         }
     }
-    Ok(running
-        .into_iter()
-        .map(|r| Trial {
-            task_id: r.req.task_id,
+}
+
+impl Running {
+    /// Takes one response into the trial: a reflection is stored for the coming attempts;
+    /// a play response becomes a sample and steps the env.
+    fn take_response(
+        &mut self,
+        pending: Pending,
+        g: Generation,
+        role: SampleRole,
+        spec: &RolloutSpec,
+    ) -> Result<(), TrainError> {
+        let Pending {
+            prompt,
+            request: req,
+            anchor,
+        } = pending;
+        let r = self;
+        let mut sample = Sample {
+            task_id: r.req.task_id.clone(),
             task_seed: r.req.task_seed,
             trial: r.req.trial,
-            opponent: r.req.opponent,
-            attempts: r.outcomes,
-            samples: r.samples,
-        })
-        .collect())
+            opponent: r.req.opponent.clone(),
+            attempt: r.attempt,
+            turn: r.turn,
+            kind: SampleKind::Play,
+            anchor,
+            reward: 0.0,
+            score_adjustment: 0.0,
+            role,
+            valid: true,
+            won: false,
+            attempt_won: false,
+            prompt,
+            // What the environment sees: the forced prefix (part of prompt_ids) + the reply.
+            response: format!("{}{}", req.response_prefix, g.text),
+            prompt_ids: g.prompt_ids,
+            train_prompt_ids: None,
+            response_ids: g.response_ids,
+            logprobs: g.logprobs,
+            temperatures: g.temperatures,
+            truncated_sampling: req.params.top_p < 1.0 || req.params.top_k > 0,
+            old_logprobs: OldLogprobs::Auto,
+        };
+        if r.phase == Phase::Reflect {
+            r.privileged.clear();
+            let remark = quester_envs::action::extract_tag(&sample.response, "remark");
+            sample.kind = SampleKind::Reflect;
+            sample.valid = remark.is_some();
+            let text: String = remark
+                .unwrap_or("")
+                .chars()
+                .take(spec.max_reflection_chars)
+                .collect();
+            if let Some(rec) = r.records.last_mut() {
+                rec.reflection = Some(text);
+            }
+            r.samples.push(sample);
+            r.phase = Phase::Play;
+            return Ok(());
+        }
+        // A response without its required segment is an invalid action: the env sees no
+        // action at all, so its own invalid-action rule (message, wasted turn) applies.
+        let missing_tag = spec.required_tag.as_deref().is_some_and(|tag| {
+            quester_envs::action::extract_tag(&sample.response, tag)
+                .is_none_or(|t| t.trim().is_empty())
+        });
+        let step = if missing_tag {
+            r.env.step("")
+        } else {
+            r.env.step(&sample.response)
+        };
+        sample.reward = step.reward;
+        sample.valid = step.valid;
+        sample.won = step.done && step.won;
+        // Earlier observations as the env shortens them for the history (WebShop: 15 items).
+        let seen = std::mem::replace(&mut r.obs, step.observation.clone());
+        r.current.push(TurnRecord {
+            observation: r.env.history_observation(&seen),
+            action: action_text(&sample.response),
+            reward: step.reward,
+            valid: step.valid,
+            next_observation: r.env.history_observation(&step.observation),
+        });
+        r.samples.push(sample);
+        r.turn += 1;
+        r.reward_sum += step.reward;
+        r.invalid += usize::from(!step.valid);
+        if step.done || r.turn >= r.max_turns {
+            r.end_attempt(step.done && step.won, spec)?;
+        }
+        Ok(())
+    }
 }

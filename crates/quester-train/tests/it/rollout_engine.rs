@@ -368,3 +368,60 @@ fn each_phase_has_its_own_stops_and_privileged_info_reaches_training_reflections
             .all(|r| !r.messages[0].content.contains("Hidden information")));
     }
 }
+
+/// The native model behind `generate` only: every turn waits for the round's longest
+/// response (the lockstep default of `Policy::generate_continuous`).
+struct Lockstep(Box<dyn quester_train::policy::TrainablePolicy>);
+
+impl Policy for Lockstep {
+    fn generate(&mut self, reqs: &[GenRequest]) -> Result<Vec<Generation>, TrainError> {
+        self.0.generate(reqs)
+    }
+}
+
+/// On the native model (tiny random Llama) trials go on as their own responses end, with
+/// responses of many lengths (a stop string the random model hits at random places); every
+/// trial is the same as when each turn waits for the whole round.
+#[test]
+fn continuous_trials_equal_lockstep_trials_on_the_native_model() {
+    let mut c = quester_train::TrainConfig::default();
+    c.model.kind = quester_train::config::PolicyKind::Native;
+    c.model.path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../quester-model/tests/fixtures/tiny-llama")
+        .display()
+        .to_string();
+    let mut s = spec(true, ReflectionType::HistoryAndReflection);
+    for p in [&mut s.play_sampling, &mut s.reflect_sampling] {
+        // The random model's next token is nearly always a newline; hot sampling spreads the
+        // responses over many lengths.
+        p.temperature = 8.0;
+        p.max_new_tokens = 12;
+        p.stop = vec!["e".into()];
+    }
+    let reqs = requests(6);
+    let mut native = quester_train::api::build_policy(&c).unwrap();
+    let continuous = run_trials(native.as_mut(), &bandit, &reqs, &s, None).unwrap();
+    let mut lockstep = Lockstep(quester_train::api::build_policy(&c).unwrap());
+    let rounds = run_trials(&mut lockstep, &bandit, &reqs, &s, None).unwrap();
+    let lengths: std::collections::BTreeSet<usize> = continuous
+        .iter()
+        .flat_map(|t| t.samples.iter().map(|x| x.response_ids.len()))
+        .collect();
+    assert!(
+        lengths.len() >= 3,
+        "responses of too few lengths: {lengths:?}"
+    );
+    assert_eq!(continuous.len(), rounds.len());
+    for (a, b) in continuous.iter().zip(&rounds) {
+        assert_eq!(a.samples.len(), b.samples.len(), "trial {}", a.task_id);
+        for (x, y) in a.samples.iter().zip(&b.samples) {
+            assert_eq!(x.prompt, y.prompt);
+            assert_eq!(x.response_ids, y.response_ids, "trial {}", a.task_id);
+            assert_eq!(x.reward, y.reward);
+            for (p, q) in x.logprobs.iter().zip(&y.logprobs) {
+                assert!((p - q).abs() < 1e-4, "{p} vs {q}");
+            }
+        }
+        assert_eq!(a.attempts, b.attempts);
+    }
+}
