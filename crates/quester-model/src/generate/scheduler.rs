@@ -12,19 +12,25 @@
 //!   running cache is shorter than the new prompts, its own rows get masked padding positions
 //!   in front. Positions come from the real-token counts, not the cache position, so a
 //!   sequence's logits do not depend on where it sits on the time axis.
-//! - Leaving: a finished sequence is reported at once; its row is removed
-//!   (`KvCache::select_rows`) once a quarter of the batch has finished, or when a waiting
-//!   request needs the row; a cancelled one is removed at once. Leading positions masked in
-//!   every remaining row are then dropped when they are a quarter of the cache (compaction).
-//!   The cache is reallocated when a step would overflow it.
+//! - Slot reuse: a finished row keeps its place until the next step's admission; a newcomer
+//!   whose prefilled prompt fits the running time axis is written into that place in place
+//!   (`KvCache::write_row`: its own positions only, right-aligned, the row's earlier positions
+//!   masked for it), with no copy of the other rows. This is how a steady stream (one prompt
+//!   per finished answer) runs without copying the cache per arrival.
+//! - Leaving: a finished sequence is reported at once. Finished rows nobody takes are removed
+//!   (`KvCache::select_rows`) once they are a quarter of the batch, or when newcomers must be
+//!   appended anyway (one copy for both); a cancelled one is removed at once. Leading positions
+//!   masked in every remaining row are dropped when they are a quarter of the cache, and
+//!   whenever the cache grows (compaction). The cache grows when a step would overflow it.
 //!
-//! Trade-offs against a paged cache (vLLM's blocks with a per-sequence block table): admission
-//! and leaving copy the whole running cache (a paged cache copies nothing), and a short
+//! Trade-offs against a paged cache (vLLM's blocks with a per-sequence block table): appending
+//! rows and removing them copy the whole running cache (a paged cache copies nothing; slot
+//! reuse avoids most of those copies in a steady stream), and a short
 //! sequence joining long ones pays for masked positions up to the longest live context until
 //! the long ones leave (attention skips masked keys, but memory holds them). In exchange the
 //! forward pass, the attention kernels (CPU and CUDA) and the prefix sharing stay as they are,
-//! and a decoding step costs what `generate`'s does. Copies happen only when the batch's
-//! membership changes, not every token.
+//! and a decoding step costs what `generate`'s does. Copies happen only when rows are appended
+//! or removed, never per token.
 //!
 //! Each sequence samples from its own seeded RNG, so its tokens do not depend on when it
 //! joined or what else runs (up to float rounding between batch shapes).
@@ -70,9 +76,8 @@ struct Waiting {
 /// A sequence in the running batch.
 struct Row {
     id: SequenceId,
-    /// None once finished and reported: the row stays, fed its last token, until a quarter of
-    /// the batch is dead or a waiting request needs the row (one copy of the cache for several
-    /// finishes, as `generate` always did).
+    /// None once finished and reported: the row stays, fed its last token, until a newcomer
+    /// takes its place or it leaves (see the module docs).
     seq: Option<Sequence>,
     /// The last token of a finished sequence.
     last: u32,
@@ -89,8 +94,18 @@ struct Batch {
     rows: Vec<Row>,
 }
 
+/// How newcomers have joined the running batch so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct JoinCounts {
+    /// Written into a finished row's place, in place.
+    pub in_place: u64,
+    /// Appended (a copy of the running cache).
+    pub appended: u64,
+}
+
 /// Runs generation requests as a continuous batch (see the module docs).
 pub struct Scheduler<'a> {
+    joins: JoinCounts,
     model: &'a Model,
     packed: Option<&'a DecodeWeights>,
     tokenizer: &'a Tokenizer,
@@ -139,6 +154,7 @@ impl<'a> Scheduler<'a> {
             batch: None,
             done: Vec::new(),
             awake: None,
+            joins: JoinCounts::default(),
         })
     }
 
@@ -185,6 +201,11 @@ impl<'a> Scheduler<'a> {
     /// Rows of the running batch, finished ones not yet removed included.
     fn rows(&self) -> usize {
         self.batch.as_ref().map_or(0, |b| b.rows.len())
+    }
+
+    /// How newcomers have joined the running batch so far.
+    pub fn joins(&self) -> JoinCounts {
+        self.joins
     }
 
     /// Requests waiting for a row.
@@ -241,12 +262,11 @@ impl<'a> Scheduler<'a> {
                 out.push((r.id, s.into_output(self.tokenizer)?));
             }
         }
-        let dead = batch.rows.iter().filter(|r| r.seq.is_none()).count();
-        // A compaction copies the whole cache: amortised over a quarter of the batch.
-        if dead * 4 >= batch.rows.len() {
-            self.drop_finished()?;
-        }
-        if let Some(batch) = self.batch.as_mut() {
+        // Finished rows stay until the next step's admission: a newcomer may take one's place
+        // there without copying the cache.
+        if batch.rows.iter().all(|r| r.seq.is_none()) {
+            self.batch = None;
+        } else {
             decode(self.model, self.packed, batch)?;
         }
         Ok(out)
@@ -294,15 +314,12 @@ impl<'a> Scheduler<'a> {
         Ok(())
     }
 
-    /// Prefills the waiting requests that fit and appends them to the running batch.
+    /// Prefills the waiting requests that fit and puts them in the running batch: into the
+    /// places of finished rows where their prompts fit its time axis (in place), appended
+    /// otherwise. Finished rows nobody takes leave once they are a quarter of the batch (one
+    /// copy of the cache for several), or at once when newcomers are appended anyway.
     fn admit(&mut self) -> Result<()> {
-        if self.running() < self.rows()
-            && self.config.max_rows.saturating_sub(self.rows()) < self.waiting.len()
-        {
-            // Finished rows make way for waiting requests.
-            self.drop_finished()?;
-        }
-        let free = self.config.max_rows.saturating_sub(self.rows());
+        let free = self.config.max_rows.saturating_sub(self.running());
         let mut take = 0;
         let mut tokens = 0;
         for w in self.waiting.iter().take(free) {
@@ -313,6 +330,10 @@ impl<'a> Scheduler<'a> {
             tokens += w.prompt.len();
         }
         if take == 0 {
+            let (dead, rows) = (self.rows() - self.running(), self.rows());
+            if dead > 0 && dead * 4 >= rows {
+                self.drop_finished()?;
+            }
             return Ok(());
         }
         let new: Vec<Waiting> = self.waiting.drain(..take).collect();
@@ -339,35 +360,91 @@ impl<'a> Scheduler<'a> {
             logits,
             key_mask,
         } = prefill(self.model, self.packed, &prompts, own)?;
-        let rows = new.into_iter().zip(key_mask).map(|(w, key_mask)| Row {
-            id: w.id,
-            real: w.prompt.len() as u32,
-            seq: Some(w.seq),
-            last: 0,
-            key_mask,
-        });
-        match self.batch.as_mut() {
-            None => {
-                self.batch = Some(Batch {
-                    cache,
-                    logits,
-                    rows: rows.collect(),
-                });
+        let mut rows: Vec<Row> = new
+            .into_iter()
+            .zip(key_mask)
+            .map(|(w, key_mask)| Row {
+                id: w.id,
+                real: w.prompt.len() as u32,
+                seq: Some(w.seq),
+                last: 0,
+                key_mask,
+            })
+            .collect();
+        let Some(batch) = self.batch.as_mut() else {
+            self.batch = Some(Batch {
+                cache,
+                logits,
+                rows,
+            });
+            return Ok(());
+        };
+        // Finished rows' places, taken in place while the prefilled prompts fit the time axis.
+        let mut reused = 0;
+        if cache.len() <= batch.cache.len() {
+            let dead: Vec<usize> = (0..batch.rows.len())
+                .filter(|&r| batch.rows[r].seq.is_none())
+                .collect();
+            if !dead.is_empty() && !batch.logits.is_contiguous() {
+                batch.logits = batch.logits.contiguous()?;
             }
-            Some(batch) => {
-                let (mine, theirs) = batch.cache.append_rows(&cache, capacity)?;
-                batch.logits = Tensor::cat(&[&batch.logits, &logits], 0)?;
-                let pad = |m: &mut Vec<u32>, n: usize| {
-                    m.splice(0..0, std::iter::repeat_n(0, n));
-                };
-                for r in &mut batch.rows {
-                    pad(&mut r.key_mask, mine);
-                }
-                for mut r in rows {
-                    pad(&mut r.key_mask, theirs);
-                    batch.rows.push(r);
-                }
+            let pad = batch.cache.len() - cache.len();
+            for (j, (&d, mut row)) in dead
+                .iter()
+                .zip(rows.drain(..dead.len().min(rows.len())))
+                .enumerate()
+            {
+                batch.cache.write_row(d, &cache, j)?;
+                batch
+                    .logits
+                    .slice_set(&logits.narrow(0, j, 1)?.contiguous()?, 0, d)?;
+                row.key_mask.splice(0..0, std::iter::repeat_n(0, pad));
+                batch.rows[d] = row;
+                reused += 1;
             }
+        }
+        self.joins.in_place += reused as u64;
+        if rows.is_empty() {
+            let (dead, all) = (self.rows() - self.running(), self.rows());
+            if dead > 0 && dead * 4 >= all {
+                self.drop_finished()?;
+            }
+            return Ok(());
+        }
+        // The rest is appended; finished rows leave in the same copy.
+        let (cache, logits) = if reused > 0 {
+            let idx: Vec<u32> = (reused..reused + rows.len()).map(|j| j as u32).collect();
+            let idx = Tensor::from_vec(idx, rows.len(), self.model.device())?;
+            let mut rest = cache;
+            rest.select_rows(&idx)?;
+            (rest, logits.index_select(&idx, 0)?)
+        } else {
+            (cache, logits)
+        };
+        self.drop_finished()?;
+        let Some(batch) = self.batch.as_mut() else {
+            // Every running row had finished: the newcomers alone are the batch.
+            let mut cache = cache;
+            cache.retime(0, capacity)?;
+            self.batch = Some(Batch {
+                cache,
+                logits,
+                rows,
+            });
+            return Ok(());
+        };
+        let (mine, theirs) = batch.cache.append_rows(&cache, capacity)?;
+        self.joins.appended += rows.len() as u64;
+        batch.logits = Tensor::cat(&[&batch.logits, &logits], 0)?;
+        let pad = |m: &mut Vec<u32>, n: usize| {
+            m.splice(0..0, std::iter::repeat_n(0, n));
+        };
+        for r in &mut batch.rows {
+            pad(&mut r.key_mask, mine);
+        }
+        for mut r in rows {
+            pad(&mut r.key_mask, theirs);
+            batch.rows.push(r);
         }
         Ok(())
     }
@@ -383,7 +460,19 @@ fn decode(model: &Model, packed: Option<&DecodeWeights>, batch: &mut Batch) -> R
             .filter_map(|r| r.seq.as_ref().map(Sequence::remaining))
             .max()
             .unwrap_or(1);
-        cache.retime(0, cache.len() + more.max(1))?;
+        // Positions every live row masks (rows that joined in finished rows' places leave
+        // such positions in front) are dropped in the same copy.
+        let lead = batch
+            .rows
+            .iter()
+            .filter(|r| r.seq.is_some())
+            .map(|r| r.key_mask.iter().take_while(|&&m| m == 0).count())
+            .min()
+            .unwrap_or(0);
+        cache.retime(lead, cache.len() - lead + more.max(1))?;
+        for r in &mut batch.rows {
+            r.key_mask.drain(..lead.min(r.key_mask.len()));
+        }
     }
     let next: Vec<u32> = batch.rows.iter().map(Row::next_token).collect();
     let masks: Vec<Vec<u32>> = batch

@@ -96,6 +96,31 @@ impl KvCache {
         Ok(())
     }
 
+    /// Writes the filled positions of row `from` of `src` into row `row` of this cache,
+    /// right-aligned (src's last filled position onto this cache's last), in place: a
+    /// finished row's place taken by a newcomer without copying the other rows. The row's
+    /// earlier positions keep what they held (the newcomer's key mask hides them).
+    pub(crate) fn write_row(&mut self, row: usize, src: &KvCache, from: usize) -> Result<()> {
+        if src.keys.len() != self.keys.len() || src.len > self.len || src.len == 0 {
+            candle_core::bail!(
+                "KV cache: a row of {} positions does not fit {} (or the layers differ)",
+                src.len,
+                self.len
+            );
+        }
+        let at = self.len - src.len;
+        let (mine, theirs) = (
+            self.keys.iter().chain(self.values.iter()),
+            src.keys.iter().chain(src.values.iter()),
+        );
+        for (dst, s) in mine.zip(theirs) {
+            let block = s.narrow(0, from, 1)?.narrow(2, 0, src.len)?.contiguous()?;
+            // A view of one row shares the cache's storage: the write lands in the cache.
+            dst.narrow(0, row, 1)?.slice_set(&block, 2, at)?;
+        }
+        Ok(())
+    }
+
     /// Appends the rows of `other` below this cache's, right-aligned: the last filled position
     /// of both lands on the new last one, and the shorter side gets (masked) padding positions
     /// in front. Returns the padding positions put in front of this cache's rows and of
@@ -194,6 +219,20 @@ mod tests {
         assert!(
             c.retime(4, 8).is_err(),
             "only filled positions can be dropped"
+        );
+    }
+
+    #[test]
+    fn a_written_row_lands_right_aligned_and_leaves_the_others_alone() {
+        let mut c = filled(3, 5, 6, 0.0);
+        c.write_row(1, &filled(2, 2, 4, 1000.0), 1).unwrap();
+        let got = rows(&c);
+        assert_eq!(got[0], vec![0.0, 1.0, 2.0, 3.0, 4.0]);
+        assert_eq!(got[1], vec![100.0, 101.0, 102.0, 1100.0, 1101.0]);
+        assert_eq!(got[2], vec![200.0, 201.0, 202.0, 203.0, 204.0]);
+        assert!(
+            c.write_row(0, &filled(1, 6, 6, 0.0), 0).is_err(),
+            "too long"
         );
     }
 }

@@ -358,3 +358,53 @@ fn a_key_submitted_twice_while_live_is_an_error() {
     .unwrap_err();
     assert!(err.to_string().contains("key 7"), "{err}");
 }
+
+/// A short request arriving after another has finished takes its row in place (no copy of
+/// the running cache) and still gives what it gives alone; so does a long request that keeps
+/// running beside it.
+#[test]
+fn a_newcomer_takes_a_finished_rows_place_in_place() {
+    let m = tiny();
+    let packed = DecodeWeights::new(&m.model).unwrap();
+    let long = request(
+        &m,
+        "a long running row that decodes for a while",
+        SamplingParams {
+            ignore_eos: true,
+            ..SamplingParams::greedy(40)
+        },
+    );
+    let short = request(&m, "go", SamplingParams::greedy(3));
+    let newcomer = request(
+        &m,
+        "up",
+        SamplingParams {
+            temperature: 1.1,
+            seed: 9,
+            ..SamplingParams::greedy(6)
+        },
+    );
+    let mut s = Scheduler::new(
+        &m.model,
+        Some(&packed),
+        &m.tokenizer,
+        SchedulerConfig::default(),
+    )
+    .unwrap();
+    let a = s.submit(long.clone()).unwrap();
+    let b = s.submit(short.clone()).unwrap();
+    let mut got = BTreeMap::new();
+    while !got.contains_key(&b) {
+        got.extend(s.step().unwrap());
+    }
+    let c = s.submit(newcomer.clone()).unwrap();
+    got.extend(drain(&mut s));
+    assert_eq!(s.joins().in_place, 1, "{:?}", s.joins());
+    assert_eq!(s.joins().appended, 0, "{:?}", s.joins());
+    for (id, r) in [(a, &long), (b, &short), (c, &newcomer)] {
+        let alone = generate_with(&m.model, &packed, &m.tokenizer, std::slice::from_ref(r))
+            .unwrap()
+            .remove(0);
+        assert_same(&got[&id], &alone, &format!("sequence {id}"));
+    }
+}
