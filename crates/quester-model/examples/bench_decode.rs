@@ -8,7 +8,9 @@
 //! presets' rollouts do, seeded per sequence, instead of greedy decoding). After the run it
 //! times the same products alone (one token step's matrices at N rows, random weights packed
 //! alike) and prints the decoding's products rate as a share of theirs: the limit of this shape
-//! here, which the weights' bytes set (`--decode-only` skips it, for profiles). It runs on a rayon worker, as the `quester` binary does
+//! here, which the weights' bytes set (`--decode-only` skips it, for profiles); then the
+//! memory-bandwidth limit: the read bandwidth measured now over the bytes a token step reads
+//! (weights once, each row's keys and values), times the rows. It runs on a rayon worker, as the `quester` binary does
 //! (`threads::on_rayon_worker`); `QUESTER_MAIN_OFF_POOL=1` runs it on the main thread instead.
 
 // The allocator of the `quester` binary, so the figures are the binary's.
@@ -183,7 +185,47 @@ fn run() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         step.weight_bytes as f64 / step.secs / 1e9,
         100.0 * gflops / step.gflops
     );
+    // The memory-bandwidth limit: a token step reads every weight once (shared by the rows)
+    // and each row's keys and values (f32) up to its position; at the read bandwidth
+    // measured now, that many bytes a step allow at most rows x bandwidth / bytes tokens/s.
+    let bandwidth = read_bandwidth();
+    let kv_per_position =
+        config.num_hidden_layers * 2 * config.num_key_value_heads * config.head_dim * 4;
+    let mean_context = prompt_tokens as f64 / n as f64 + m as f64 / 2.0;
+    let step_bytes = step.weight_bytes as f64 + n as f64 * mean_context * kv_per_position as f64;
+    let limit = n as f64 * bandwidth / step_bytes;
+    println!(
+        "bandwidth limit: {:.1} MB read a step ({:.1} MB of weights, {n} rows x {mean_context:.0} positions of keys and values) at {:.1} GB/s read now = {limit:.0} tok/s; decoding at {:.0}% of it",
+        step_bytes / 1e6,
+        step.weight_bytes as f64 / 1e6,
+        bandwidth / 1e9,
+        100.0 * new_tokens as f64 / secs / limit
+    );
     Ok(())
+}
+
+/// Bytes a second that every rayon thread together reads from a 1 GiB buffer (each thread
+/// summing its own part), the median of the timed passes.
+fn read_bandwidth() -> f64 {
+    use rayon::prelude::*;
+    let buf = vec![1.0f32; 1 << 28];
+    let secs = common::median_secs(|| {
+        let sum: f32 = buf
+            .par_chunks(1 << 16)
+            .map(|c| {
+                // 64 independent lanes: the adds keep up with memory.
+                let mut acc = [0f32; 64];
+                for block in c.chunks_exact(64) {
+                    for (a, x) in acc.iter_mut().zip(block) {
+                        *a += x;
+                    }
+                }
+                acc.iter().sum::<f32>()
+            })
+            .sum();
+        std::hint::black_box(sum);
+    });
+    (buf.len() * 4) as f64 / secs
 }
 
 struct StepProducts {

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use quester_serve::openai::{OpenAiConfig, OpenAiPolicy};
 use quester_train::config::TrainMode;
-use quester_train::policy::{GenRequest, Generation, Policy, TrainablePolicy};
+use quester_train::policy::{GenRequest, Generation, OnStep, Policy, TrainablePolicy};
 use quester_train::{TrainConfig, TrainError};
 
 use crate::EvalError;
@@ -85,5 +85,14 @@ struct Untrained(Box<dyn TrainablePolicy>);
 impl Policy for Untrained {
     fn generate(&mut self, requests: &[GenRequest]) -> Result<Vec<Generation>, TrainError> {
         self.0.generate(requests)
+    }
+
+    // The model's own per-token-step scheduling, not the trait's batch-at-a-time default.
+    fn generate_continuous(
+        &mut self,
+        first: Vec<(u64, GenRequest)>,
+        on_step: &mut OnStep<'_>,
+    ) -> Result<(), TrainError> {
+        self.0.generate_continuous(first, on_step)
     }
 }
