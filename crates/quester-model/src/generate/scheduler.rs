@@ -52,8 +52,10 @@ pub type SequenceId = u64;
 pub struct SchedulerConfig {
     /// Most sequences decoding at once.
     pub max_rows: usize,
-    /// Prompt tokens admitted per step (a longer prompt is still admitted, alone, when it
-    /// heads the queue), so one step's prefill does not stall the running rows for long.
+    /// Prompt tokens prefilled per step, so one step's prefill does not stall the running rows
+    /// for long: waiting prompts are admitted together up to this many tokens, and a longer
+    /// prompt at the head of the queue is prefilled alone in chunks of this size, one chunk
+    /// per step between decoding steps, joining when its last chunk is in.
     pub prefill_tokens: usize,
 }
 
@@ -71,6 +73,12 @@ struct Waiting {
     id: SequenceId,
     prompt: Vec<u32>,
     seq: Sequence,
+}
+
+/// A long prompt prefilled a chunk per step, in a one-row cache of its own.
+struct Chunking {
+    waiting: Waiting,
+    cache: KvCache,
 }
 
 /// A sequence in the running batch.
@@ -113,6 +121,8 @@ pub struct Scheduler<'a> {
     eos: Vec<u32>,
     next_id: SequenceId,
     waiting: VecDeque<Waiting>,
+    /// A prompt longer than the step's prefill budget, part-way through its prefill.
+    chunking: Option<Chunking>,
     batch: Option<Batch>,
     /// Sequences finished without a step (`max_new_tokens` 0), reported by the next step.
     done: Vec<(SequenceId, GenerationOutput)>,
@@ -151,6 +161,7 @@ impl<'a> Scheduler<'a> {
             eos: tokenizer.eos_ids().to_vec(),
             next_id: 0,
             waiting: VecDeque::new(),
+            chunking: None,
             batch: None,
             done: Vec::new(),
             awake: None,
@@ -188,7 +199,10 @@ impl<'a> Scheduler<'a> {
 
     /// True when nothing waits, runs or remains to be reported.
     pub fn is_idle(&self) -> bool {
-        self.waiting.is_empty() && self.batch.is_none() && self.done.is_empty()
+        self.waiting.is_empty()
+            && self.chunking.is_none()
+            && self.batch.is_none()
+            && self.done.is_empty()
     }
 
     /// Sequences decoding now.
@@ -208,9 +222,9 @@ impl<'a> Scheduler<'a> {
         self.joins
     }
 
-    /// Requests waiting for a row.
+    /// Requests waiting for a row (a long prompt part-way through its prefill included).
     pub fn waiting(&self) -> usize {
-        self.waiting.len()
+        self.waiting.len() + usize::from(self.chunking.is_some())
     }
 
     /// Drops a waiting or running sequence (its row is freed at once); false for an unknown
@@ -218,6 +232,10 @@ impl<'a> Scheduler<'a> {
     pub fn cancel(&mut self, id: SequenceId) -> Result<bool> {
         if let Some(i) = self.waiting.iter().position(|w| w.id == id) {
             self.waiting.remove(i);
+            return Ok(true);
+        }
+        if self.chunking.as_ref().is_some_and(|c| c.waiting.id == id) {
+            self.chunking = None;
             return Ok(true);
         }
         let Some(batch) = self.batch.as_ref() else {
@@ -320,10 +338,20 @@ impl<'a> Scheduler<'a> {
     /// copy of the cache for several), or at once when newcomers are appended anyway.
     fn admit(&mut self) -> Result<()> {
         let free = self.config.max_rows.saturating_sub(self.running());
+        let budget = self.config.prefill_tokens.max(1);
+        if self.chunking.is_some()
+            || (free > 0
+                && self
+                    .waiting
+                    .front()
+                    .is_some_and(|w| w.prompt.len() > budget))
+        {
+            return self.prefill_chunk(budget);
+        }
         let mut take = 0;
         let mut tokens = 0;
         for w in self.waiting.iter().take(free) {
-            if take > 0 && tokens + w.prompt.len() > self.config.prefill_tokens {
+            if tokens + w.prompt.len() > budget {
                 break;
             }
             take += 1;
@@ -360,7 +388,7 @@ impl<'a> Scheduler<'a> {
             logits,
             key_mask,
         } = prefill(self.model, self.packed, &prompts, own)?;
-        let mut rows: Vec<Row> = new
+        let rows: Vec<Row> = new
             .into_iter()
             .zip(key_mask)
             .map(|(w, key_mask)| Row {
@@ -371,7 +399,78 @@ impl<'a> Scheduler<'a> {
                 key_mask,
             })
             .collect();
+        self.place(cache, logits, rows, capacity)
+    }
+
+    /// Runs the next chunk of the long prompt being prefilled (taking the queue's head first
+    /// when none is); the prompt joins the running batch once its last chunk is in.
+    fn prefill_chunk(&mut self, budget: usize) -> Result<()> {
+        let mut c = match self.chunking.take() {
+            Some(c) => c,
+            None => {
+                let Some(w) = self.waiting.pop_front() else {
+                    return Ok(());
+                };
+                let cache = self.model.new_cache(1, w.prompt.len())?;
+                Chunking { waiting: w, cache }
+            }
+        };
+        let len = c.waiting.prompt.len();
+        let done = c.cache.len();
+        let n = (len - done).min(budget);
+        let ids = Tensor::from_vec(
+            c.waiting.prompt[done..done + n].to_vec(),
+            (1, n),
+            self.model.device(),
+        )?;
+        let logits = self.model.forward_cached_with(
+            &ids,
+            &[vec![1; done + n]],
+            &[done as u32],
+            &mut c.cache,
+            self.packed,
+        )?;
+        if done + n < len {
+            self.chunking = Some(c);
+            return Ok(());
+        }
+        let old_rows = self.batch.as_ref().map_or(&[][..], |b| &b.rows[..]);
+        let remaining = old_rows
+            .iter()
+            .filter_map(|r| r.seq.as_ref())
+            .chain(std::iter::once(&c.waiting.seq))
+            .map(Sequence::remaining)
+            .max()
+            .unwrap_or(0);
+        let running_len = self.batch.as_ref().map_or(0, |b| b.cache.len());
+        let capacity = running_len.max(len) + remaining;
+        let w = c.waiting;
+        let row = Row {
+            id: w.id,
+            real: len as u32,
+            seq: Some(w.seq),
+            last: 0,
+            key_mask: vec![1; len],
+        };
+        self.place(c.cache, logits, vec![row], capacity)
+    }
+
+    /// Puts prefilled newcomers (their own cache and last-token logits, one row each) in the
+    /// running batch: into finished rows' places where they fit its time axis, appended
+    /// otherwise; the batch itself when there is none. `capacity`: the positions the batch
+    /// will need.
+    fn place(
+        &mut self,
+        cache: KvCache,
+        logits: Tensor,
+        mut rows: Vec<Row>,
+        capacity: usize,
+    ) -> Result<()> {
         let Some(batch) = self.batch.as_mut() else {
+            let mut cache = cache;
+            if cache.capacity() < capacity {
+                cache.retime(0, capacity)?;
+            }
             self.batch = Some(Batch {
                 cache,
                 logits,

@@ -408,3 +408,67 @@ fn a_newcomer_takes_a_finished_rows_place_in_place() {
         assert_same(&got[&id], &alone, &format!("sequence {id}"));
     }
 }
+
+/// A prompt longer than the step's prefill budget is prefilled a chunk per step while the
+/// running row keeps decoding (one token every step), then joins; both answer as alone.
+#[test]
+fn a_long_prompt_is_prefilled_in_chunks_between_decoding_steps() {
+    let m = tiny();
+    let packed = DecodeWeights::new(&m.model).unwrap();
+    let running = request(
+        &m,
+        "go",
+        SamplingParams {
+            ignore_eos: true,
+            ..SamplingParams::greedy(30)
+        },
+    );
+    let long = request(
+        &m,
+        &"a long prompt of many words that needs several chunks ".repeat(3),
+        SamplingParams {
+            temperature: 1.1,
+            seed: 3,
+            ..SamplingParams::greedy(5)
+        },
+    );
+    let budget = 8;
+    let chunks = long.prompt_ids.len().div_ceil(budget);
+    assert!(chunks >= 3, "the prompt must need several chunks");
+    let config = SchedulerConfig {
+        max_rows: 4,
+        prefill_tokens: budget,
+    };
+    let mut s = Scheduler::new(&m.model, Some(&packed), &m.tokenizer, config).unwrap();
+    let a = s.submit(running.clone()).unwrap();
+    let mut got = BTreeMap::new();
+    let mut steps = 1;
+    got.extend(s.step().unwrap());
+    let b = s.submit(long.clone()).unwrap();
+    // While the long prompt is prefilled the long one does not run yet.
+    for _ in 0..chunks - 1 {
+        got.extend(s.step().unwrap());
+        steps += 1;
+        assert_eq!((s.running(), s.waiting()), (1, 1));
+    }
+    got.extend(s.step().unwrap());
+    steps += 1;
+    assert_eq!(
+        (s.running(), s.waiting()),
+        (2, 0),
+        "joined after its last chunk"
+    );
+    // The running row took a token at every step, chunks or not: it ends at step 30.
+    while !got.contains_key(&a) {
+        got.extend(s.step().unwrap());
+        steps += 1;
+    }
+    assert_eq!(steps, 30);
+    got.extend(drain(&mut s));
+    for (id, r) in [(a, &running), (b, &long)] {
+        let alone = generate_with(&m.model, &packed, &m.tokenizer, std::slice::from_ref(r))
+            .unwrap()
+            .remove(0);
+        assert_same(&got.remove(&id).unwrap(), &alone, &format!("sequence {id}"));
+    }
+}
