@@ -1,6 +1,5 @@
 //! The HTTP side of `serve`: routes, JSON answers, the server's lifetime.
 
-use std::io::Read;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Sender};
@@ -8,13 +7,13 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::backend::ChatBackend;
-use super::batcher::{run_batches, Job};
-use super::request::{parse_chat_request, ApiError};
+use super::backend::{ChatBackend, ChatCodec};
+use super::batcher::{run_generation, Job};
+use super::chat::chat;
+use super::queue::{Queue, ServeStats};
+use super::request::ApiError;
 use super::ServeConfig;
-use crate::openai::protocol::{
-    ChatCompletionResponse, Choice, ChoiceLogprobs, ModelInfo, ModelList, Usage, WireMessage,
-};
+use crate::openai::protocol::{ModelInfo, ModelList};
 
 /// Errors starting the server.
 #[derive(Debug, thiserror::Error)]
@@ -42,9 +41,15 @@ pub struct ServerHandle {
     stopping: Arc<AtomicBool>,
     http_threads: Vec<JoinHandle<()>>,
     generation_thread: Option<JoinHandle<()>>,
+    queue: Arc<Queue>,
 }
 
 impl ServerHandle {
+    /// The server's counters now (also reported by `GET /health`).
+    pub fn stats(&self) -> ServeStats {
+        self.queue.stats()
+    }
+
     /// The address actually bound (useful after binding port 0).
     pub fn addr(&self) -> SocketAddr {
         self.addr
@@ -66,7 +71,7 @@ impl ServerHandle {
         }
     }
 
-    /// Stops accepting requests, lets the current batch finish, joins every thread.
+    /// Stops accepting requests, lets the running requests finish, joins every thread.
     pub fn shutdown(mut self) {
         self.stop();
     }
@@ -79,7 +84,7 @@ impl ServerHandle {
         for t in self.http_threads.drain(..) {
             let _ = t.join();
         }
-        // Every job sender is gone now, so the generation thread ends after its batch.
+        // Every job sender is gone now, so the generation thread ends once nothing is left.
         if let Some(t) = self.generation_thread.take() {
             let _ = t.join();
         }
@@ -93,15 +98,18 @@ impl Drop for ServerHandle {
 }
 
 /// Shared state of the HTTP threads.
-struct Shared {
-    config: ServeConfig,
-    model_id: String,
-    started: u64,
-    next_seed: AtomicU64,
-    next_id: AtomicU64,
+pub(crate) struct Shared {
+    pub config: ServeConfig,
+    pub model_id: String,
+    pub started: u64,
+    pub next_seed: AtomicU64,
+    pub next_id: AtomicU64,
+    pub queue: Arc<Queue>,
+    /// The backend's prompt checker and detokenizer, when it has one.
+    pub codec: Option<Arc<dyn ChatCodec>>,
 }
 
-fn unix_now() -> u64 {
+pub(crate) fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -143,6 +151,9 @@ where
     if config.max_batch == 0 {
         return Err(ServeError::Config("max_batch: must be at least 1".into()));
     }
+    if config.max_queue == 0 {
+        return Err(ServeError::Config("max_queue: must be at least 1".into()));
+    }
     let server = tiny_http::Server::http(addr).map_err(|e| ServeError::Bind {
         addr: addr.to_string(),
         message: e.to_string(),
@@ -155,15 +166,17 @@ where
             message: "not an IP address".into(),
         })?;
     let (jobs_tx, jobs_rx) = mpsc::channel::<Job>();
-    let (ready_tx, ready_rx) = mpsc::channel::<Result<(), String>>();
-    let window = Duration::from_millis(config.batch_window_ms);
+    type Ready = Result<Option<Arc<dyn ChatCodec>>, String>;
+    let (ready_tx, ready_rx) = mpsc::channel::<Ready>();
     let max_batch = config.max_batch;
+    let queue = Arc::new(Queue::new(config.max_queue));
+    let gen_queue = Arc::clone(&queue);
     let generation_thread = std::thread::Builder::new()
         .name("serve-generate".into())
         .spawn(move || match make() {
             Ok(backend) => {
-                let _ = ready_tx.send(Ok(()));
-                run_batches(backend, jobs_rx, max_batch, window);
+                let _ = ready_tx.send(Ok(backend.codec()));
+                run_generation(backend, jobs_rx, max_batch, gen_queue);
             }
             Err(e) => {
                 let _ = ready_tx.send(Err(e));
@@ -173,10 +186,13 @@ where
     let ready = ready_rx
         .recv()
         .unwrap_or_else(|_| Err("the model builder panicked".to_string()));
-    if let Err(e) = ready {
-        let _ = generation_thread.join();
-        return Err(ServeError::Model(e));
-    }
+    let codec = match ready {
+        Ok(codec) => codec,
+        Err(e) => {
+            let _ = generation_thread.join();
+            return Err(ServeError::Model(e));
+        }
+    };
     let server = Arc::new(server);
     let stopping = Arc::new(AtomicBool::new(false));
     let shared = Arc::new(Shared {
@@ -186,6 +202,8 @@ where
         next_seed: AtomicU64::new(config.seed),
         next_id: AtomicU64::new(0),
         config: config.clone(),
+        queue: Arc::clone(&queue),
+        codec,
     });
     let mut handle = ServerHandle {
         addr: bound,
@@ -193,6 +211,7 @@ where
         stopping,
         http_threads: Vec::with_capacity(config.http_threads),
         generation_thread: Some(generation_thread),
+        queue,
     };
     for i in 0..config.http_threads {
         let server = Arc::clone(&handle.server);
@@ -236,7 +255,7 @@ fn http_loop(
     }
 }
 
-fn json_response(
+pub(crate) fn json_response(
     status: u16,
     body: &impl serde::Serialize,
 ) -> tiny_http::Response<std::io::Cursor<Vec<u8>>> {
@@ -248,25 +267,43 @@ fn json_response(
         .with_header(header)
 }
 
-fn handle(mut request: tiny_http::Request, shared: &Shared, jobs: &Sender<Job>) {
+/// Answers `request` with `result` (an error in OpenAI's shape).
+pub(crate) fn respond(
+    request: tiny_http::Request,
+    result: Result<tiny_http::Response<std::io::Cursor<Vec<u8>>>, ApiError>,
+) {
+    let response = result.unwrap_or_else(|e| {
+        let r = json_response(e.status, &e.body());
+        if e.status == 429 {
+            let retry = tiny_http::Header::from_bytes(&b"Retry-After"[..], &b"1"[..])
+                .expect("a constant header is valid");
+            r.with_header(retry)
+        } else {
+            r
+        }
+    });
+    if let Err(e) = request.respond(response) {
+        tracing::debug!("serve: client went away before the answer: {e}");
+    }
+}
+
+fn handle(request: tiny_http::Request, shared: &Shared, jobs: &Sender<Job>) {
     let path = request.url().split('?').next().unwrap_or("").to_string();
     let method = request.method().clone();
     let result = match (path.trim_end_matches('/'), &method) {
-        ("/v1/chat/completions", tiny_http::Method::Post) => chat(&mut request, shared, jobs),
+        ("/v1/chat/completions", tiny_http::Method::Post) => return chat(request, shared, jobs),
         ("/v1/models", tiny_http::Method::Get) => Ok(json_response(200, &models(shared))),
-        ("/health", tiny_http::Method::Get) => {
-            Ok(json_response(200, &serde_json::json!({"status": "ok"})))
-        }
+        ("/health", tiny_http::Method::Get) => Ok(json_response(
+            200,
+            &serde_json::json!({"status": "ok", "stats": shared.queue.stats()}),
+        )),
         ("/v1/chat/completions" | "/v1/models" | "/health", _) => Err(ApiError::new(
             405,
             format!("method {method} is not allowed on {path}"),
         )),
         _ => Err(ApiError::new(404, format!("no route {method} {path}"))),
     };
-    let response = result.unwrap_or_else(|e| json_response(e.status, &e.body()));
-    if let Err(e) = request.respond(response) {
-        tracing::debug!("serve: client went away before the answer: {e}");
-    }
+    respond(request, result);
 }
 
 fn models(shared: &Shared) -> ModelList {
@@ -279,66 +316,4 @@ fn models(shared: &Shared) -> ModelList {
             owned_by: "quester".into(),
         }],
     }
-}
-
-fn chat(
-    request: &mut tiny_http::Request,
-    shared: &Shared,
-    jobs: &Sender<Job>,
-) -> Result<tiny_http::Response<std::io::Cursor<Vec<u8>>>, ApiError> {
-    let limit = shared.config.max_body_bytes;
-    let mut body = Vec::new();
-    request
-        .as_reader()
-        .take(limit as u64 + 1)
-        .read_to_end(&mut body)
-        .map_err(|e| ApiError::new(400, format!("cannot read the request body: {e}")))?;
-    if body.len() > limit {
-        return Err(ApiError::new(
-            413,
-            format!("request body exceeds {limit} bytes"),
-        ));
-    }
-    let fallback_seed = shared.next_seed.fetch_add(1 << 20, Ordering::Relaxed);
-    let parsed = parse_chat_request(&body, &shared.config, fallback_seed)?;
-    let (reply_tx, reply_rx) = mpsc::channel();
-    jobs.send(Job {
-        sequences: parsed.sequences,
-        reply: reply_tx,
-    })
-    .map_err(|_| ApiError::new(503, "the server is shutting down"))?;
-    let outputs = reply_rx
-        .recv()
-        .map_err(|_| ApiError::new(500, "the generation thread stopped"))?
-        .map_err(|e| ApiError::new(if e.invalid_request { 400 } else { 500 }, e.message))?;
-    let prompt_tokens = outputs.first().map_or(0, |o| o.prompt_tokens);
-    let completion_tokens = outputs.iter().map(|o| o.completion_tokens).sum();
-    let choices = outputs
-        .into_iter()
-        .enumerate()
-        .map(|(index, out)| Choice {
-            index,
-            message: WireMessage::new("assistant", out.text),
-            finish_reason: out.finish_reason,
-            logprobs: (!out.logprobs.is_empty()).then_some(ChoiceLogprobs {
-                content: out.logprobs,
-            }),
-        })
-        .collect();
-    let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
-    Ok(json_response(
-        200,
-        &ChatCompletionResponse {
-            id: format!("chatcmpl-{}-{id}", shared.started),
-            object: "chat.completion".into(),
-            created: unix_now(),
-            model: shared.model_id.clone(),
-            choices,
-            usage: Usage {
-                prompt_tokens,
-                completion_tokens,
-                total_tokens: prompt_tokens + completion_tokens,
-            },
-        },
-    ))
 }

@@ -7,15 +7,56 @@ use std::time::Duration;
 use quester_serve::openai::protocol::{FinishReason, TokenLogprob, WireMessage};
 use quester_serve::openai::{ChatParams, OpenAiClient, OpenAiConfig, OpenAiError};
 use quester_serve::server::{
-    serve_backend, BackendError, ChatBackend, GenerationOutput, GenerationRequest, ServeConfig,
+    serve_backend, BackendError, BackendOrders, BackendStep, ChatBackend, GenerationOutput,
+    GenerationRequest, ServeConfig,
 };
 
 /// Answers `echo:<last message>:t<temperature>:s<seed>`, cut to `max_tokens` characters and at
-/// the first stop string; "panic" panics (failing the batch), "fail" and "bad" fail their
-/// sequence (500 and 400). Records batch sizes.
+/// the first stop string; "panic" panics (failing what runs), "fail" and "bad" fail their
+/// sequence (500 and 400). Records the size of each step.
 struct EchoBackend {
     batches: Arc<Mutex<Vec<usize>>>,
     delay: Duration,
+}
+
+impl EchoBackend {
+    fn echo(r: &GenerationRequest) -> Result<GenerationOutput, BackendError> {
+        let last = &r.messages.last().unwrap().content;
+        match last.as_str() {
+            "panic" => panic!("the backend blew up"),
+            "fail" => return Err(BackendError::internal("out of memory")),
+            "bad" => return Err(BackendError::invalid("the template rejects this")),
+            _ => {}
+        }
+        let full = format!("echo:{last}:t{}:s{}", r.temperature, r.seed);
+        let mut text: String = full.chars().take(r.max_tokens).collect();
+        let mut finish = if text.len() < full.len() {
+            FinishReason::Length
+        } else {
+            FinishReason::Stop
+        };
+        if let Some(pos) = r.stop.iter().filter_map(|s| text.find(s.as_str())).min() {
+            text.truncate(pos);
+            finish = FinishReason::Stop;
+        }
+        let logprobs = if r.logprobs {
+            text.chars()
+                .map(|c| TokenLogprob {
+                    token: c.to_string(),
+                    logprob: -0.25,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Ok(GenerationOutput {
+            completion_tokens: text.chars().count(),
+            text,
+            finish_reason: finish,
+            prompt_tokens: r.messages.iter().map(|m| m.content.len()).sum(),
+            logprobs,
+        })
+    }
 }
 
 impl ChatBackend for EchoBackend {
@@ -23,52 +64,27 @@ impl ChatBackend for EchoBackend {
         "echo-model".into()
     }
 
-    fn generate(
+    /// Answers what is pending as one step; sequences submitted meanwhile form the next.
+    fn generate_continuous(
         &mut self,
-        batch: &[GenerationRequest],
-    ) -> Vec<Result<GenerationOutput, BackendError>> {
-        self.batches.lock().unwrap().push(batch.len());
-        std::thread::sleep(self.delay);
-        batch
-            .iter()
-            .map(|r| {
-                let last = &r.messages.last().unwrap().content;
-                match last.as_str() {
-                    "panic" => panic!("the backend blew up"),
-                    "fail" => return Err(BackendError::internal("out of memory")),
-                    "bad" => return Err(BackendError::invalid("the template rejects this")),
-                    _ => {}
-                }
-                let full = format!("echo:{last}:t{}:s{}", r.temperature, r.seed);
-                let mut text: String = full.chars().take(r.max_tokens).collect();
-                let mut finish = if text.len() < full.len() {
-                    FinishReason::Length
-                } else {
-                    FinishReason::Stop
-                };
-                if let Some(pos) = r.stop.iter().filter_map(|s| text.find(s.as_str())).min() {
-                    text.truncate(pos);
-                    finish = FinishReason::Stop;
-                }
-                let logprobs = if r.logprobs {
-                    text.chars()
-                        .map(|c| TokenLogprob {
-                            token: c.to_string(),
-                            logprob: -0.25,
-                        })
-                        .collect()
-                } else {
-                    Vec::new()
-                };
-                Ok(GenerationOutput {
-                    completion_tokens: text.chars().count(),
-                    text,
-                    finish_reason: finish,
-                    prompt_tokens: r.messages.iter().map(|m| m.content.len()).sum(),
-                    logprobs,
-                })
+        first: Vec<(u64, GenerationRequest)>,
+        on_step: &mut dyn FnMut(BackendStep) -> BackendOrders,
+    ) -> Result<(), BackendError> {
+        let mut pending = first;
+        while !pending.is_empty() {
+            self.batches.lock().unwrap().push(pending.len());
+            std::thread::sleep(self.delay);
+            let finished = pending
+                .iter()
+                .map(|(key, r)| (*key, Self::echo(r)))
+                .collect();
+            pending = on_step(BackendStep {
+                finished,
+                progress: Vec::new(),
             })
-            .collect()
+            .submit;
+        }
+        Ok(())
     }
 }
 
@@ -269,8 +285,12 @@ fn invalid_requests_get_400_naming_the_field() {
             "seed",
         ),
         (
-            r#"{"messages": [{"role": "user", "content": "x"}], "stream": true}"#,
+            r#"{"messages": [{"role": "user", "content": "x"}], "stream": 1}"#,
             "stream",
+        ),
+        (
+            r#"{"messages": [{"role": "user", "content": "x"}], "stream": true, "stream_options": []}"#,
+            "stream_options",
         ),
         (r#"{"messages": []}"#, "messages"),
         (
@@ -305,10 +325,9 @@ fn invalid_requests_get_400_naming_the_field() {
 }
 
 #[test]
-fn concurrent_requests_are_batched() {
+fn requests_arriving_during_a_step_join_the_next_together() {
     let config = ServeConfig {
         max_batch: 8,
-        batch_window_ms: 300,
         ..ServeConfig::default()
     };
     let (server, batches) = start(config, Duration::from_millis(20));
@@ -338,19 +357,13 @@ fn concurrent_requests_are_batched() {
     assert!(sizes.iter().all(|&s| s <= 8), "{sizes:?}");
     assert!(
         sizes.iter().any(|&s| s > 1),
-        "no request was batched with another: {sizes:?}"
+        "no request joined together with another: {sizes:?}"
     );
 }
 
 #[test]
 fn backend_failures_become_500_and_the_server_keeps_serving() {
-    let (server, _) = start(
-        ServeConfig {
-            batch_window_ms: 0,
-            ..ServeConfig::default()
-        },
-        Duration::ZERO,
-    );
+    let (server, _) = start(ServeConfig::default(), Duration::ZERO);
     let client = client_for(&server.base_url());
     for (what, code, expected) in [
         ("fail", 500, "out of memory"),
@@ -396,7 +409,6 @@ fn shutdown_releases_the_port() {
 fn a_bad_request_does_not_fail_its_batch_mates() {
     let config = ServeConfig {
         max_batch: 4,
-        batch_window_ms: 300,
         ..ServeConfig::default()
     };
     let (server, batches) = start(config, Duration::ZERO);
@@ -433,13 +445,7 @@ fn a_bad_request_does_not_fail_its_batch_mates() {
 fn the_openai_policy_generates_through_serve() {
     use quester_serve::openai::OpenAiPolicy;
     use quester_train::policy::{ChatMessage, GenRequest, Policy, SamplingParams};
-    let (server, batches) = start(
-        ServeConfig {
-            batch_window_ms: 200,
-            ..ServeConfig::default()
-        },
-        Duration::ZERO,
-    );
+    let (server, batches) = start(ServeConfig::default(), Duration::ZERO);
     let mut policy = OpenAiPolicy::new(OpenAiConfig {
         base_url: server.base_url(),
         request_logprobs: true,
