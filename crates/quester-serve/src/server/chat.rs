@@ -2,7 +2,6 @@
 //! (429 at once when the queue is full) and answers them whole or as server-sent events. A
 //! request whose client has gone is marked so, and its sequences are dropped.
 
-use std::io::Read;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
@@ -11,9 +10,10 @@ use std::time::Duration;
 use super::backend::{BackendError, GenerationOutput};
 use super::batcher::{Event, Job};
 use super::delta::DeltaText;
-use super::http::{json_response, respond, unix_now, Shared};
+use super::http::{respond, unix_now, Shared};
 use super::request::{parse_chat_request, ApiError, ParsedRequest};
 use super::sse::SseWriter;
+use super::wire::{Connection, HttpRequest, Response};
 use crate::openai::protocol::{
     ChatCompletionChunk, ChatCompletionResponse, Choice, ChoiceLogprobs, ChunkChoice, Delta, Usage,
     WireMessage,
@@ -21,6 +21,10 @@ use crate::openai::protocol::{
 
 /// How often a stream waiting for tokens checks that its client is still there.
 const KEEP_ALIVE: Duration = Duration::from_secs(1);
+
+/// How often a non-streamed request waiting for its answer checks that its client is still
+/// there (a peek at the socket, cheap).
+const PROBE: Duration = Duration::from_millis(50);
 
 /// Marks its request's job abandoned when the handler ends, however it ends: the generation
 /// thread then drops whatever of it is still waiting or running.
@@ -32,22 +36,23 @@ impl Drop for MarkGone {
     }
 }
 
-/// Handles one chat-completions request, answering it.
-pub(crate) fn chat(mut request: tiny_http::Request, shared: &Shared, jobs: &Sender<Job>) {
-    let parsed = match read_request(&mut request, shared) {
+/// Handles one chat-completions request, answering it; false when the connection must close.
+pub(crate) fn chat(
+    conn: &mut Connection,
+    request: &HttpRequest,
+    shared: &Shared,
+    jobs: &Sender<Job>,
+) -> bool {
+    let parsed = match parse(request, shared) {
         Ok(p) => p,
-        Err(e) => return respond(request, Err(e)),
+        Err(e) => return respond(conn, request, Err(e)),
     };
     let n = parsed.sequences.len();
     let Some(permit) = shared.queue.admit(n) else {
         let limit = shared.config.max_queue;
-        return respond(
-            request,
-            Err(ApiError::new(
-                429,
-                format!("the server is busy: {limit} sequences are queued or running; retry later"),
-            )),
-        );
+        let busy =
+            format!("the server is busy: {limit} sequences are queued or running; retry later");
+        return respond(conn, request, Err(ApiError::new(429, busy)));
     };
     let (events, rx) = mpsc::channel();
     let gone = Arc::new(AtomicBool::new(false));
@@ -60,39 +65,27 @@ pub(crate) fn chat(mut request: tiny_http::Request, shared: &Shared, jobs: &Send
         _permit: permit,
     };
     if jobs.send(job).is_err() {
-        return respond(
-            request,
-            Err(ApiError::new(503, "the server is shutting down")),
-        );
+        let closing = ApiError::new(503, "the server is shutting down");
+        return respond(conn, request, Err(closing));
     }
     if parsed.stream {
-        stream(request, &rx, &parsed, shared);
+        stream(conn, request.http11, &rx, &parsed, shared) && request.http11
     } else {
-        let result = collect(&rx, n).map(|outputs| whole(outputs, shared));
-        respond(request, result);
+        match collect(conn, &rx, n) {
+            Some(result) => {
+                let result = result.map(|outputs| whole(outputs, shared));
+                respond(conn, request, result)
+            }
+            // The client hung up: nobody to answer.
+            None => false,
+        }
     }
 }
 
-/// Reads, parses and checks the request (the conversation against the backend's template).
-fn read_request(
-    request: &mut tiny_http::Request,
-    shared: &Shared,
-) -> Result<ParsedRequest, ApiError> {
-    let limit = shared.config.max_body_bytes;
-    let mut body = Vec::new();
-    request
-        .as_reader()
-        .take(limit as u64 + 1)
-        .read_to_end(&mut body)
-        .map_err(|e| ApiError::new(400, format!("cannot read the request body: {e}")))?;
-    if body.len() > limit {
-        return Err(ApiError::new(
-            413,
-            format!("request body exceeds {limit} bytes"),
-        ));
-    }
+/// Parses and checks the request (the conversation against the backend's template).
+fn parse(request: &HttpRequest, shared: &Shared) -> Result<ParsedRequest, ApiError> {
     let fallback_seed = shared.next_seed.fetch_add(1 << 20, Ordering::Relaxed);
-    let parsed = parse_chat_request(&body, &shared.config, fallback_seed)?;
+    let parsed = parse_chat_request(&request.body, &shared.config, fallback_seed)?;
     if let (Some(codec), Some(first)) = (&shared.codec, parsed.sequences.first()) {
         codec
             .prompt_tokens(&first.messages)
@@ -109,12 +102,17 @@ fn error_of(e: &BackendError) -> ApiError {
     }
 }
 
-/// Every choice's output, in order, or the first failure.
-fn collect(rx: &Receiver<Event>, n: usize) -> Result<Vec<GenerationOutput>, ApiError> {
+/// Every choice's output, in order, or the first failure; None once the client has gone
+/// (checked every [`PROBE`] while waiting).
+fn collect(
+    conn: &Connection,
+    rx: &Receiver<Event>,
+    n: usize,
+) -> Option<Result<Vec<GenerationOutput>, ApiError>> {
     let mut outs: Vec<Option<Result<GenerationOutput, BackendError>>> = vec![None; n];
     let mut left = n;
     while left > 0 {
-        match rx.recv() {
+        match rx.recv_timeout(PROBE) {
             Ok(Event::Done { index, result }) => {
                 if let Some(slot) = outs.get_mut(index).filter(|s| s.is_none()) {
                     *slot = Some(result);
@@ -122,13 +120,22 @@ fn collect(rx: &Receiver<Event>, n: usize) -> Result<Vec<GenerationOutput>, ApiE
                 }
             }
             Ok(Event::Tokens { .. }) => {}
-            Err(_) => return Err(ApiError::new(500, "the generation thread stopped")),
+            Err(RecvTimeoutError::Timeout) => {
+                if conn.client_gone() {
+                    return None;
+                }
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                return Some(Err(ApiError::new(500, "the generation thread stopped")))
+            }
         }
     }
-    outs.into_iter()
-        .flatten()
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| ApiError::new(if e.invalid_request { 400 } else { 500 }, e.message))
+    Some(
+        outs.into_iter()
+            .flatten()
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| ApiError::new(if e.invalid_request { 400 } else { 500 }, e.message)),
+    )
 }
 
 fn completion_id(shared: &Shared) -> String {
@@ -137,10 +144,7 @@ fn completion_id(shared: &Shared) -> String {
 }
 
 /// The non-streamed answer.
-fn whole(
-    outputs: Vec<GenerationOutput>,
-    shared: &Shared,
-) -> tiny_http::Response<std::io::Cursor<Vec<u8>>> {
+fn whole(outputs: Vec<GenerationOutput>, shared: &Shared) -> Response {
     let prompt_tokens = outputs.first().map_or(0, |o| o.prompt_tokens);
     let completion_tokens = outputs.iter().map(|o| o.completion_tokens).sum();
     let choices = outputs
@@ -155,7 +159,7 @@ fn whole(
             }),
         })
         .collect();
-    json_response(
+    Response::json(
         200,
         &ChatCompletionResponse {
             id: completion_id(shared),
@@ -196,29 +200,26 @@ impl Chunks {
     }
 }
 
-/// Streams the choices as they are generated. Returns when the stream ends or the client is
-/// gone (a write failed); the caller's [`MarkGone`] then drops what is left.
+/// Streams the choices as they are generated; false when the connection must close (the
+/// client has gone: the caller's [`MarkGone`] then drops what is left).
 fn stream(
-    request: tiny_http::Request,
+    conn: &mut Connection,
+    http11: bool,
     rx: &Receiver<Event>,
     parsed: &ParsedRequest,
     shared: &Shared,
-) {
-    let Ok(mut sse) = SseWriter::start(request) else {
-        return;
+) -> bool {
+    let Ok(mut sse) = SseWriter::start(conn.writer(), http11) else {
+        return false;
     };
-    let _ = stream_events(&mut sse, rx, parsed, shared).and_then(|ended| {
-        if ended {
-            sse.done()
-        } else {
-            sse.end()
-        }
-    });
+    stream_events(&mut sse, rx, parsed, shared)
+        .and_then(|ended| if ended { sse.done() } else { sse.end() })
+        .is_ok()
 }
 
 /// Writes the stream's events; Ok(false) when it ended with an error event (no `[DONE]`).
 fn stream_events(
-    sse: &mut SseWriter,
+    sse: &mut SseWriter<'_>,
     rx: &Receiver<Event>,
     parsed: &ParsedRequest,
     shared: &Shared,

@@ -6,8 +6,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ServeConfig {
-    /// Threads answering HTTP requests; each holds one request until it is answered, so keep
-    /// it above `max_queue` for a full queue to be answered 429 rather than wait unread.
+    /// Most open connections, one thread each (one beyond is answered 503); each holds one
+    /// request until it is answered, so keep it above `max_queue` for a full queue to be
+    /// answered 429.
     pub http_threads: usize,
     /// Most sequences decoding at once (a request with more choices runs alone); the others
     /// wait in the server's queue and join the batch as rows free up.

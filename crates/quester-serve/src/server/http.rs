@@ -1,9 +1,11 @@
-//! The HTTP side of `serve`: routes, JSON answers, the server's lifetime.
+//! The HTTP side of `serve`: the listener, one thread per open connection (at most
+//! `http_threads`), routes, the server's lifetime.
 
-use std::net::SocketAddr;
+use std::collections::HashMap;
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Sender};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -12,8 +14,13 @@ use super::batcher::{run_generation, Job};
 use super::chat::chat;
 use super::queue::{Queue, ServeStats};
 use super::request::ApiError;
+use super::wire::{Connection, HttpRequest, ReadError, Response};
 use super::ServeConfig;
 use crate::openai::protocol::{ModelInfo, ModelList};
+
+/// How long a kept-alive connection may sit idle before the server closes it (it holds one of
+/// the `http_threads`).
+const IDLE: Duration = Duration::from_secs(30);
 
 /// Errors starting the server.
 #[derive(Debug, thiserror::Error)]
@@ -37,19 +44,13 @@ pub enum ServeError {
 /// A running server. Dropping it (or calling [`ServerHandle::shutdown`]) stops it.
 pub struct ServerHandle {
     addr: SocketAddr,
-    server: Arc<tiny_http::Server>,
     stopping: Arc<AtomicBool>,
-    http_threads: Vec<JoinHandle<()>>,
+    accept_thread: Option<JoinHandle<()>>,
     generation_thread: Option<JoinHandle<()>>,
     queue: Arc<Queue>,
 }
 
 impl ServerHandle {
-    /// The server's counters now (also reported by `GET /health`).
-    pub fn stats(&self) -> ServeStats {
-        self.queue.stats()
-    }
-
     /// The address actually bound (useful after binding port 0).
     pub fn addr(&self) -> SocketAddr {
         self.addr
@@ -60,10 +61,15 @@ impl ServerHandle {
         format!("http://{}/v1", self.addr)
     }
 
-    /// Blocks until the server stops (it runs until the process ends or `shutdown` is called
-    /// from another thread holding a clone of its stop flag; the CLI simply waits here).
+    /// The server's counters now (also reported by `GET /health`).
+    pub fn stats(&self) -> ServeStats {
+        self.queue.stats()
+    }
+
+    /// Blocks until the server stops (it runs until the process ends; the CLI simply waits
+    /// here).
     pub fn wait(mut self) {
-        for t in self.http_threads.drain(..) {
+        if let Some(t) = self.accept_thread.take() {
             let _ = t.join();
         }
         if let Some(t) = self.generation_thread.take() {
@@ -71,17 +77,21 @@ impl ServerHandle {
         }
     }
 
-    /// Stops accepting requests, lets the running requests finish, joins every thread.
+    /// Stops accepting requests, closes every connection (what their requests still had
+    /// queued or running is dropped), joins every thread.
     pub fn shutdown(mut self) {
         self.stop();
     }
 
     fn stop(&mut self) {
         self.stopping.store(true, Ordering::SeqCst);
-        for _ in 0..self.http_threads.len() {
-            self.server.unblock();
+        // The accept thread blocks in accept(): a connection wakes it.
+        let mut wake = self.addr;
+        if wake.ip().is_unspecified() {
+            wake.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
         }
-        for t in self.http_threads.drain(..) {
+        let _ = TcpStream::connect_timeout(&wake, Duration::from_secs(1));
+        if let Some(t) = self.accept_thread.take() {
             let _ = t.join();
         }
         // Every job sender is gone now, so the generation thread ends once nothing is left.
@@ -154,17 +164,12 @@ where
     if config.max_queue == 0 {
         return Err(ServeError::Config("max_queue: must be at least 1".into()));
     }
-    let server = tiny_http::Server::http(addr).map_err(|e| ServeError::Bind {
+    let bind_error = |e: std::io::Error| ServeError::Bind {
         addr: addr.to_string(),
         message: e.to_string(),
-    })?;
-    let bound = server
-        .server_addr()
-        .to_ip()
-        .ok_or_else(|| ServeError::Bind {
-            addr: addr.to_string(),
-            message: "not an IP address".into(),
-        })?;
+    };
+    let listener = TcpListener::bind(addr).map_err(bind_error)?;
+    let bound = listener.local_addr().map_err(bind_error)?;
     let (jobs_tx, jobs_rx) = mpsc::channel::<Job>();
     type Ready = Result<Option<Arc<dyn ChatCodec>>, String>;
     let (ready_tx, ready_rx) = mpsc::channel::<Ready>();
@@ -193,7 +198,6 @@ where
             return Err(ServeError::Model(e));
         }
     };
-    let server = Arc::new(server);
     let stopping = Arc::new(AtomicBool::new(false));
     let shared = Arc::new(Shared {
         model_id: model_id.to_string(),
@@ -205,95 +209,146 @@ where
         queue: Arc::clone(&queue),
         codec,
     });
-    let mut handle = ServerHandle {
+    let accept_stopping = Arc::clone(&stopping);
+    let accept_shared = Arc::clone(&shared);
+    let accept_thread = std::thread::Builder::new()
+        .name("serve-accept".into())
+        .spawn(move || accept_loop(&listener, &accept_stopping, &accept_shared, &jobs_tx));
+    let accept_thread = match accept_thread {
+        Ok(t) => t,
+        Err(e) => {
+            // The job sender went with the failed closure: the generation thread ends.
+            let _ = generation_thread.join();
+            return Err(ServeError::Config(format!(
+                "cannot spawn the accept thread: {e}"
+            )));
+        }
+    };
+    tracing::info!("serving {} at http://{bound}/v1", shared.model_id);
+    Ok(ServerHandle {
         addr: bound,
-        server,
         stopping,
-        http_threads: Vec::with_capacity(config.http_threads),
+        accept_thread: Some(accept_thread),
         generation_thread: Some(generation_thread),
         queue,
-    };
-    for i in 0..config.http_threads {
-        let server = Arc::clone(&handle.server);
-        let stopping = Arc::clone(&handle.stopping);
-        let shared = Arc::clone(&shared);
-        let jobs = jobs_tx.clone();
-        let spawned = std::thread::Builder::new()
-            .name(format!("serve-http-{i}"))
-            .spawn(move || http_loop(&server, &stopping, &shared, &jobs));
-        match spawned {
-            Ok(thread) => handle.http_threads.push(thread),
-            Err(e) => {
-                // The generation thread ends only once every job sender is gone.
-                drop(jobs_tx);
-                drop(handle);
-                return Err(ServeError::Config(format!(
-                    "cannot spawn an HTTP thread: {e}"
-                )));
-            }
-        }
-    }
-    drop(jobs_tx);
-    tracing::info!("serving {} at http://{bound}/v1", shared.model_id);
-    Ok(handle)
+    })
 }
 
-fn http_loop(
-    server: &tiny_http::Server,
+/// The open connections, to close them when the server stops.
+#[derive(Default)]
+struct Open {
+    next: u64,
+    streams: HashMap<u64, TcpStream>,
+}
+
+/// Accepts connections until the server stops, one thread each; then closes every connection
+/// and joins their threads.
+fn accept_loop(
+    listener: &TcpListener,
     stopping: &AtomicBool,
-    shared: &Shared,
+    shared: &Arc<Shared>,
     jobs: &Sender<Job>,
 ) {
-    while !stopping.load(Ordering::SeqCst) {
-        match server.recv_timeout(Duration::from_millis(100)) {
-            Ok(Some(request)) => handle(request, shared, jobs),
-            Ok(None) => {}
+    let open = Arc::new(Mutex::new(Open::default()));
+    let mut threads: Vec<JoinHandle<()>> = Vec::new();
+    for stream in listener.incoming() {
+        if stopping.load(Ordering::SeqCst) {
+            break;
+        }
+        let stream = match stream {
+            Ok(s) => s,
             Err(e) => {
-                tracing::warn!("serve: receiving a request failed: {e}");
+                tracing::warn!("serve: accepting a connection failed: {e}");
+                continue;
+            }
+        };
+        threads.retain(|t| !t.is_finished());
+        if threads.len() >= shared.config.http_threads {
+            // Every thread holds a connection: refuse this one rather than leave it unread.
+            let body = ApiError::new(503, "too many open connections; retry later").body();
+            let _ = Response::json(503, &body).write(&mut &stream, false);
+            continue;
+        }
+        let id = {
+            let mut o = open.lock().unwrap_or_else(PoisonError::into_inner);
+            let id = o.next;
+            o.next += 1;
+            if let Ok(clone) = stream.try_clone() {
+                o.streams.insert(id, clone);
+            }
+            id
+        };
+        let (shared, jobs, open_c) = (Arc::clone(shared), jobs.clone(), Arc::clone(&open));
+        let spawned = std::thread::Builder::new()
+            .name("serve-http".into())
+            .spawn(move || {
+                serve_connection(stream, &shared, &jobs);
+                open_c
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .streams
+                    .remove(&id);
+            });
+        match spawned {
+            Ok(t) => threads.push(t),
+            Err(e) => {
+                tracing::warn!("serve: cannot spawn a connection thread: {e}");
+                open.lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .streams
+                    .remove(&id);
             }
         }
     }
-}
-
-pub(crate) fn json_response(
-    status: u16,
-    body: &impl serde::Serialize,
-) -> tiny_http::Response<std::io::Cursor<Vec<u8>>> {
-    let bytes = serde_json::to_vec(body).unwrap_or_else(|_| b"{}".to_vec());
-    let header = tiny_http::Header::from_bytes(&b"Content-Type"[..], &b"application/json"[..])
-        .expect("a constant header is valid");
-    tiny_http::Response::from_data(bytes)
-        .with_status_code(status)
-        .with_header(header)
-}
-
-/// Answers `request` with `result` (an error in OpenAI's shape).
-pub(crate) fn respond(
-    request: tiny_http::Request,
-    result: Result<tiny_http::Response<std::io::Cursor<Vec<u8>>>, ApiError>,
-) {
-    let response = result.unwrap_or_else(|e| {
-        let r = json_response(e.status, &e.body());
-        if e.status == 429 {
-            let retry = tiny_http::Header::from_bytes(&b"Retry-After"[..], &b"1"[..])
-                .expect("a constant header is valid");
-            r.with_header(retry)
-        } else {
-            r
-        }
-    });
-    if let Err(e) = request.respond(response) {
-        tracing::debug!("serve: client went away before the answer: {e}");
+    for (_, s) in open
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .streams
+        .drain()
+    {
+        let _ = s.shutdown(Shutdown::Both);
+    }
+    for t in threads {
+        let _ = t.join();
     }
 }
 
-fn handle(request: tiny_http::Request, shared: &Shared, jobs: &Sender<Job>) {
-    let path = request.url().split('?').next().unwrap_or("").to_string();
-    let method = request.method().clone();
-    let result = match (path.trim_end_matches('/'), &method) {
-        ("/v1/chat/completions", tiny_http::Method::Post) => return chat(request, shared, jobs),
-        ("/v1/models", tiny_http::Method::Get) => Ok(json_response(200, &models(shared))),
-        ("/health", tiny_http::Method::Get) => Ok(json_response(
+/// Answers the requests of one connection until it closes.
+fn serve_connection(stream: TcpStream, shared: &Shared, jobs: &Sender<Job>) {
+    let _ = stream.set_read_timeout(Some(IDLE));
+    let _ = stream.set_nodelay(true);
+    let Ok(mut conn) = Connection::new(stream) else {
+        return;
+    };
+    loop {
+        let request = match conn.read_request(shared.config.max_body_bytes) {
+            Ok(r) => r,
+            Err(ReadError::Closed) => return,
+            Err(ReadError::Bad(status, message)) => {
+                let body = ApiError::new(status, message).body();
+                let _ = Response::json(status, &body).write(conn.writer(), false);
+                return;
+            }
+        };
+        if !handle(&mut conn, &request, shared, jobs) || !request.keep_alive {
+            return;
+        }
+    }
+}
+
+/// Answers one request; false when the connection must close.
+fn handle(
+    conn: &mut Connection,
+    request: &HttpRequest,
+    shared: &Shared,
+    jobs: &Sender<Job>,
+) -> bool {
+    let path = request.path.as_str();
+    let method = request.method.as_str();
+    let result = match (path.trim_end_matches('/'), method) {
+        ("/v1/chat/completions", "POST") => return chat(conn, request, shared, jobs),
+        ("/v1/models", "GET") => Ok(Response::json(200, &models(shared))),
+        ("/health", "GET") => Ok(Response::json(
             200,
             &serde_json::json!({"status": "ok", "stats": shared.queue.stats()}),
         )),
@@ -303,7 +358,29 @@ fn handle(request: tiny_http::Request, shared: &Shared, jobs: &Sender<Job>) {
         )),
         _ => Err(ApiError::new(404, format!("no route {method} {path}"))),
     };
-    respond(request, result);
+    respond(conn, request, result)
+}
+
+/// Writes `result` (an error in OpenAI's shape); false when the connection must close.
+pub(crate) fn respond(
+    conn: &mut Connection,
+    request: &HttpRequest,
+    result: Result<Response, ApiError>,
+) -> bool {
+    let response = result.unwrap_or_else(|e| {
+        let mut r = Response::json(e.status, &e.body());
+        if e.status == 429 {
+            r.headers.push(("Retry-After", "1".to_string()));
+        }
+        r
+    });
+    match response.write(conn.writer(), request.keep_alive) {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::debug!("serve: client went away before the answer: {e}");
+            false
+        }
+    }
 }
 
 fn models(shared: &Shared) -> ModelList {

@@ -13,6 +13,7 @@ mod policy_backend;
 mod queue;
 mod request;
 mod sse;
+mod wire;
 
 pub use backend::{
     BackendError, BackendOrders, BackendStep, ChatBackend, ChatCodec, GenerationOutput,

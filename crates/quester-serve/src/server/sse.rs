@@ -1,35 +1,33 @@
-//! A server-sent-event response written straight to the client's connection: tiny_http's own
-//! responses buffer chunked bodies 8 KiB at a time, which would hold tokens back, so the head
-//! and each event (one HTTP chunk) are written and flushed here. A failed write means the
-//! client has gone.
+//! A server-sent-event response written straight to the client's connection, each event
+//! flushed as it is sent (one HTTP chunk). A failed write means the client has gone.
 
 use std::io::{self, Write};
 
 /// An open event stream.
-pub(crate) struct SseWriter {
-    out: Box<dyn Write + Send>,
+pub(crate) struct SseWriter<'a> {
+    out: &'a mut dyn Write,
     /// HTTP/1.1 frames events as chunks; an HTTP/1.0 body ends when the connection closes.
     chunked: bool,
 }
 
-impl SseWriter {
-    /// Answers `request` with status 200 and an event-stream head.
-    pub fn start(request: tiny_http::Request) -> io::Result<Self> {
-        let version = request.http_version().clone();
-        let chunked = version >= tiny_http::HTTPVersion(1, 1);
-        let mut out = request.into_writer();
-        let framing = if chunked {
+impl<'a> SseWriter<'a> {
+    /// Writes the head of a 200 event-stream answer (chunked for HTTP/1.1).
+    pub fn start(out: &'a mut dyn Write, http11: bool) -> io::Result<Self> {
+        let framing = if http11 {
             "Transfer-Encoding: chunked\r\n"
         } else {
             "Connection: close\r\n"
         };
         write!(
             out,
-            "HTTP/{}.{} 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n{framing}\r\n",
-            version.0, version.1
+            "HTTP/1.{} 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n{framing}\r\n",
+            u8::from(http11)
         )?;
         out.flush()?;
-        Ok(Self { out, chunked })
+        Ok(Self {
+            out,
+            chunked: http11,
+        })
     }
 
     /// Sends `data: <json>` as one event.
@@ -50,7 +48,7 @@ impl SseWriter {
     }
 
     /// Ends the body.
-    pub fn end(mut self) -> io::Result<()> {
+    pub fn end(self) -> io::Result<()> {
         if self.chunked {
             self.out.write_all(b"0\r\n\r\n")?;
         }

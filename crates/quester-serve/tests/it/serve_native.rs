@@ -1,7 +1,7 @@
 //! `serve` over the native model (quester-model's tiny random Llama): requests join the running
 //! batch at a token step, streamed deltas add up to the whole answer, `n` choices are the
-//! single requests of their seeds, a full queue answers 429, and a client that leaves has its
-//! sequence dropped.
+//! single requests of their seeds, a full queue answers 429, and a client that leaves (streamed
+//! or not) has its sequence dropped.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -311,10 +311,11 @@ fn a_client_that_leaves_a_stream_has_its_sequence_dropped() {
     drop(conn);
     let deadline = Instant::now() + Duration::from_secs(30);
     while server.stats().cancelled == 0 {
+        let stats = server.stats();
+        assert_eq!(stats.finished, 0, "the abandoned sequence ran to its end");
         assert!(
             Instant::now() < deadline,
-            "the abandoned sequence was never cancelled: {:?}",
-            server.stats()
+            "the abandoned sequence was never cancelled: {stats:?}"
         );
         std::thread::sleep(Duration::from_millis(5));
     }
@@ -322,6 +323,38 @@ fn a_client_that_leaves_a_stream_has_its_sequence_dropped() {
     assert_eq!((stats.cancelled, stats.running, stats.queued), (1, 0, 0));
     assert_eq!(stats.finished, 0, "the abandoned sequence ran to its end");
     // The server goes on serving.
+    let (status, v) = chat(&server, &long_request(4));
+    assert_eq!(status, 200, "{v}");
+}
+
+#[test]
+fn a_client_that_hangs_up_on_a_plain_request_has_its_sequence_dropped() {
+    let server = tiny_server(ServeConfig::default());
+    let payload = long_request(4000).to_string();
+    let mut conn = TcpStream::connect(server.addr()).unwrap();
+    write!(
+        conn,
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{payload}",
+        payload.len()
+    )
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while server.stats().running == 0 {
+        assert!(Instant::now() < deadline, "the request never started");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    drop(conn);
+    while server.stats().cancelled == 0 {
+        let stats = server.stats();
+        assert_eq!(stats.finished, 0, "the abandoned sequence ran to its end");
+        assert!(
+            Instant::now() < deadline,
+            "the abandoned sequence was never cancelled: {stats:?}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let stats = server.stats();
+    assert_eq!((stats.cancelled, stats.running, stats.finished), (1, 0, 0));
     let (status, v) = chat(&server, &long_request(4));
     assert_eq!(status, 200, "{v}");
 }
