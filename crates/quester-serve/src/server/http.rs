@@ -327,6 +327,7 @@ fn serve_connection(stream: TcpStream, shared: &Shared, jobs: &Sender<Job>) {
             Err(ReadError::Bad(status, message)) => {
                 let body = ApiError::new(status, message).body();
                 let _ = Response::json(status, &body).write(conn.writer(), false);
+                conn.linger();
                 return;
             }
         };

@@ -70,6 +70,17 @@ impl Connection {
         gone
     }
 
+    /// Closes our side, then reads and drops what the client still sends (at most 1 MiB or
+    /// half a second): closing with unread data would reset the connection, and the client
+    /// could lose the answer just written.
+    pub fn linger(&mut self) {
+        let _ = self.writer.shutdown(std::net::Shutdown::Write);
+        let _ = self
+            .writer
+            .set_read_timeout(Some(std::time::Duration::from_millis(500)));
+        let _ = io::copy(&mut (&mut self.reader).take(1 << 20), &mut io::sink());
+    }
+
     /// Reads the next request, its body at most `max_body` bytes.
     pub fn read_request(&mut self, max_body: usize) -> Result<HttpRequest, ReadError> {
         let bad = |why: &str| ReadError::Bad(400, why.to_string());

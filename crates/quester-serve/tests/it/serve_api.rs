@@ -1,14 +1,16 @@
 //! `serve` over loopback with a scripted backend: routes, validation, batching, failures,
 //! and the OpenAI client talking to it.
 
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use quester_serve::openai::protocol::{FinishReason, TokenLogprob, WireMessage};
 use quester_serve::openai::{ChatParams, OpenAiClient, OpenAiConfig, OpenAiError};
 use quester_serve::server::{
-    serve_backend, BackendError, BackendOrders, BackendStep, ChatBackend, GenerationOutput,
-    GenerationRequest, ServeConfig,
+    serve_backend, BackendError, BackendOrders, BackendStep, ChatBackend, ChatCodec,
+    GenerationOutput, GenerationRequest, ServeConfig,
 };
 
 /// Answers `echo:<last message>:t<temperature>:s<seed>`, cut to `max_tokens` characters and at
@@ -85,6 +87,29 @@ impl ChatBackend for EchoBackend {
             .submit;
         }
         Ok(())
+    }
+
+    fn codec(&self) -> Option<Arc<dyn ChatCodec>> {
+        Some(Arc::new(EchoCodec))
+    }
+}
+
+/// Renders any conversation but one whose last message is "unrenderable"; decodes ids as
+/// characters (never asked to: the echo backend reports no tokens before a sequence ends).
+struct EchoCodec;
+
+impl ChatCodec for EchoCodec {
+    fn prompt_tokens(&self, messages: &[WireMessage]) -> Result<usize, BackendError> {
+        match messages.last() {
+            Some(m) if m.content == "unrenderable" => {
+                Err(BackendError::invalid("the template cannot render this"))
+            }
+            _ => Ok(messages.iter().map(|m| m.content.len()).sum()),
+        }
+    }
+
+    fn decode(&self, ids: &[u32]) -> Result<String, BackendError> {
+        Ok(ids.iter().filter_map(|&i| char::from_u32(i)).collect())
     }
 }
 
@@ -489,5 +514,142 @@ fn the_openai_policy_generates_through_serve() {
     assert!(
         err.contains("request 1") && err.contains("out of memory"),
         "{err}"
+    );
+}
+
+#[test]
+fn a_conversation_the_codec_rejects_is_a_400_before_queueing() {
+    let (server, batches) = start(ServeConfig::default(), Duration::ZERO);
+    let body = r#"{"messages": [{"role": "user", "content": "unrenderable"}]}"#;
+    let (status, v) = post(&server.base_url(), "/chat/completions", body);
+    assert_eq!(status, 400, "{v}");
+    assert_eq!(v["error"]["param"], "messages");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("cannot render"),
+        "{v}"
+    );
+    assert!(batches.lock().unwrap().is_empty());
+    assert_eq!(server.stats().queued, 0);
+}
+
+#[test]
+fn a_backend_without_token_steps_streams_each_choice_when_it_ends() {
+    let (server, _) = start(ServeConfig::default(), Duration::ZERO);
+    let body = r#"{"messages": [{"role": "user", "content": "s"}], "n": 2, "seed": 4,
+        "stream": true, "logprobs": true}"#;
+    let mut conn = TcpStream::connect(server.addr()).unwrap();
+    write!(
+        conn,
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut raw = String::new();
+    conn.read_to_string(&mut raw).unwrap();
+    assert!(raw.starts_with("HTTP/1.1 200 OK\r\n"), "{raw}");
+    assert!(raw.contains("Content-Type: text/event-stream\r\n"), "{raw}");
+    assert!(raw.contains("Transfer-Encoding: chunked\r\n"), "{raw}");
+    let events: Vec<&str> = raw
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .collect();
+    assert_eq!(events.last(), Some(&"[DONE]"), "{raw}");
+    let chunks: Vec<serde_json::Value> = events[..events.len() - 1]
+        .iter()
+        .map(|e| serde_json::from_str(e).unwrap())
+        .collect();
+    for i in 0..2u64 {
+        let mine: Vec<&serde_json::Value> = chunks
+            .iter()
+            .map(|c| &c["choices"][0])
+            .filter(|c| c["index"] == i)
+            .collect();
+        assert_eq!(mine[0]["delta"]["role"], "assistant");
+        let text: String = mine
+            .iter()
+            .filter_map(|c| c["delta"]["content"].as_str())
+            .collect();
+        assert_eq!(text, format!("echo:s:t1:s{}", 4 + i));
+        let logprobs = mine
+            .iter()
+            .filter_map(|c| c["logprobs"]["content"].as_array())
+            .map(Vec::len)
+            .sum::<usize>();
+        assert_eq!(logprobs, text.chars().count());
+        assert_eq!(mine.last().unwrap()["finish_reason"], "stop");
+    }
+    assert!(chunks
+        .iter()
+        .all(|c| c["object"] == "chat.completion.chunk"));
+}
+
+/// Writes `request` on a fresh connection and reads until the server closes it.
+fn raw_exchange(server: &quester_serve::server::ServerHandle, request: &str) -> String {
+    let mut conn = TcpStream::connect(server.addr()).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    conn.write_all(request.as_bytes()).unwrap();
+    let mut raw = String::new();
+    conn.read_to_string(&mut raw).unwrap();
+    raw
+}
+
+#[test]
+fn connections_keep_alive_and_bad_framing_is_answered() {
+    let (server, _) = start(
+        ServeConfig {
+            max_body_bytes: 200,
+            ..ServeConfig::default()
+        },
+        Duration::ZERO,
+    );
+    // Two requests on one connection, the second closing it.
+    let raw = raw_exchange(
+        &server,
+        "GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(raw.matches("HTTP/1.1 200 OK").count(), 2, "{raw}");
+    assert!(
+        raw.contains("echo-model") && raw.contains("\"status\":\"ok\""),
+        "{raw}"
+    );
+    // HTTP/1.0 closes after the answer.
+    let raw = raw_exchange(&server, "GET /v1/models HTTP/1.0\r\n\r\n");
+    assert!(
+        raw.starts_with("HTTP/1.1 200 OK") && raw.contains("Connection: close"),
+        "{raw}"
+    );
+    // A body past the limit, a chunked body, a garbled request line.
+    let big = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nContent-Length: 201\r\n\r\n{}",
+        "x".repeat(201)
+    );
+    assert!(raw_exchange(&server, &big).starts_with("HTTP/1.1 413"));
+    let chunked =
+        "POST /v1/chat/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n";
+    assert!(raw_exchange(&server, chunked).starts_with("HTTP/1.1 411"));
+    assert!(raw_exchange(&server, "NONSENSE\r\n\r\n").starts_with("HTTP/1.1 400"));
+    // Expect: 100-continue gets its interim answer, then the real one.
+    let body = r#"{"messages": [{"role": "user", "content": "c"}], "seed": 1}"#;
+    let mut conn = TcpStream::connect(server.addr()).unwrap();
+    write!(
+        conn,
+        "POST /v1/chat/completions HTTP/1.1\r\nExpect: 100-continue\r\nConnection: close\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .unwrap();
+    let mut reader = BufReader::new(conn.try_clone().unwrap());
+    let mut line = String::new();
+    reader.read_line(&mut line).unwrap();
+    assert_eq!(line, "HTTP/1.1 100 Continue\r\n");
+    conn.write_all(body.as_bytes()).unwrap();
+    let mut rest = String::new();
+    reader.read_to_string(&mut rest).unwrap();
+    assert!(
+        rest.contains("HTTP/1.1 200 OK") && rest.contains("echo:c:t1:s1"),
+        "{rest}"
     );
 }

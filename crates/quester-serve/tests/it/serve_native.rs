@@ -104,14 +104,14 @@ fn long_request(max_tokens: usize) -> Value {
 #[test]
 fn a_request_sent_during_a_long_one_joins_its_batch_and_finishes_first() {
     let server = tiny_server(ServeConfig::default());
-    let (status, alone) = chat(&server, &long_request(200));
+    let (status, alone) = chat(&server, &long_request(400));
     assert_eq!(status, 200, "{alone}");
     assert_eq!(alone["choices"][0]["finish_reason"], "length", "{alone}");
-    assert_eq!(alone["usage"]["completion_tokens"], 200);
+    assert_eq!(alone["usage"]["completion_tokens"], 400);
 
     std::thread::scope(|s| {
         let long = s.spawn(|| {
-            let v = chat(&server, &long_request(200)).1;
+            let v = chat(&server, &long_request(400)).1;
             (v, Instant::now())
         });
         // Once the long request decodes, a short one is sent.
@@ -252,39 +252,36 @@ fn a_full_queue_answers_429_at_once() {
         max_batch: 2,
         ..ServeConfig::default()
     });
-    std::thread::scope(|s| {
-        // Two choices fill the queue.
-        let mut busy = long_request(200);
-        busy["n"] = json!(2);
-        let srv = &server;
-        let busy = s.spawn(move || chat(srv, &busy));
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while server.stats().queued < 2 {
-            assert!(Instant::now() < deadline, "the first request never queued");
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        let t = Instant::now();
-        let (status, v) = chat(&server, &long_request(5));
-        assert_eq!(status, 429, "{v}");
-        assert!(t.elapsed() < Duration::from_secs(5), "429 came late");
-        assert_eq!(v["error"]["code"], "rate_limit_exceeded", "{v}");
-        assert!(
-            v["error"]["message"].as_str().unwrap().contains("busy"),
-            "{v}"
-        );
-        let (status, v) = busy.join().unwrap();
-        assert_eq!(status, 200, "{v}");
-    });
-    // Room again once the queue drained.
+    // A streamed request with two choices fills the queue.
+    let mut busy = long_request(4000);
+    busy["n"] = json!(2);
+    let conn = open_stream(&server, &busy);
+    assert_eq!(server.stats().queued, 2);
+    let t = Instant::now();
+    let (status, v) = chat(&server, &long_request(5));
+    assert_eq!(status, 429, "{v}");
+    assert!(t.elapsed() < Duration::from_secs(5), "429 came late");
+    assert_eq!(v["error"]["code"], "rate_limit_exceeded", "{v}");
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("busy"),
+        "{v}"
+    );
+    // Room again once the queue drained (the busy client leaves).
+    drop(conn);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while server.stats().queued > 0 {
+        assert!(Instant::now() < deadline, "the queue never drained");
+        std::thread::sleep(Duration::from_millis(5));
+    }
     let (status, v) = chat(&server, &long_request(5));
     assert_eq!(status, 200, "{v}");
-    assert_eq!(server.stats().refused, 1);
+    let stats = server.stats();
+    assert_eq!((stats.refused, stats.cancelled), (1, 2));
 }
 
-#[test]
-fn a_client_that_leaves_a_stream_has_its_sequence_dropped() {
-    let server = tiny_server(ServeConfig::default());
-    let body = long_request(200);
+/// Sends `body` as a streamed request on a raw connection and reads until its first content
+/// delta (the request is decoding then); the connection is returned open.
+fn open_stream(server: &ServerHandle, body: &Value) -> TcpStream {
     let mut streamed = body.clone();
     streamed["stream"] = json!(true);
     let payload = streamed.to_string();
@@ -295,18 +292,22 @@ fn a_client_that_leaves_a_stream_has_its_sequence_dropped() {
         payload.len()
     )
     .unwrap();
-    // Read until the first content delta: the sequence is decoding.
     let mut reader = BufReader::new(conn.try_clone().unwrap());
     let mut line = String::new();
     loop {
         line.clear();
         assert!(reader.read_line(&mut line).unwrap() > 0, "stream ended");
         if line.starts_with("data: ") && line.contains("\"content\"") && !line.contains("role") {
-            break;
+            return conn;
         }
     }
+}
+
+#[test]
+fn a_client_that_leaves_a_stream_has_its_sequence_dropped() {
+    let server = tiny_server(ServeConfig::default());
+    let conn = open_stream(&server, &long_request(4000));
     assert_eq!(server.stats().running, 1);
-    drop(reader);
     conn.shutdown(std::net::Shutdown::Both).unwrap();
     drop(conn);
     let deadline = Instant::now() + Duration::from_secs(30);
