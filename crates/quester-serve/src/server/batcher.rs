@@ -135,6 +135,8 @@ pub(crate) fn run_generation(
             BackendError::internal("the backend stopped without answering every sequence")
         });
         state.fail_submitted(&err);
+        // Nothing runs once the backend has returned, whatever it reported.
+        state.running = 0;
     }
 }
 
@@ -179,7 +181,7 @@ impl State {
             };
             if live.gone() {
                 self.waiting.pop_front();
-                self.jobs.remove(&id);
+                self.drop_job(id);
                 continue;
             }
             let n = live.job.sequences.len();
@@ -212,7 +214,7 @@ impl State {
                 continue;
             }
             live.open[index] = false;
-            self.running -= 1;
+            self.running = self.running.saturating_sub(1);
             self.queue.ended(false);
             if live.job.events.send(Event::Done { index, result }).is_err() {
                 live.job.gone.store(true, Ordering::SeqCst);
@@ -244,26 +246,34 @@ impl State {
         }
     }
 
-    /// The keys of the live sequences of submitted jobs whose client left; those jobs go.
+    /// Drops every job whose client left (waiting ones leave the queue at once); returns the
+    /// keys of their live sequences, for the backend to cancel.
     fn cancel_gone(&mut self) -> Vec<u64> {
         let gone: Vec<u64> = self
             .jobs
             .iter()
-            .filter(|(_, l)| l.submitted && l.gone())
+            .filter(|(_, l)| l.gone())
             .map(|(&id, _)| id)
             .collect();
-        let mut cancel = Vec::new();
-        for id in gone {
-            let Some(live) = self.jobs.remove(&id) else {
-                continue;
-            };
-            for (index, _) in live.open.iter().enumerate().filter(|(_, &o)| o) {
-                cancel.push(key(id, index));
-                self.running -= 1;
-                self.queue.ended(true);
-            }
+        gone.into_iter().flat_map(|id| self.drop_job(id)).collect()
+    }
+
+    /// Drops job `id` as abandoned; returns the keys of its sequences still running.
+    fn drop_job(&mut self, id: u64) -> Vec<u64> {
+        let Some(live) = self.jobs.remove(&id) else {
+            return Vec::new();
+        };
+        let open: Vec<usize> = (0..live.open.len()).filter(|&i| live.open[i]).collect();
+        if !live.submitted {
+            // Its id stays in `waiting` until `admit` reaches it and finds nothing.
+            self.queue.dropped_waiting(open.len());
+            return Vec::new();
         }
-        cancel
+        for _ in &open {
+            self.running = self.running.saturating_sub(1);
+            self.queue.ended(true);
+        }
+        open.into_iter().map(|index| key(id, index)).collect()
     }
 
     /// Fails every submitted sequence not yet answered (the backend stopped).
@@ -279,7 +289,7 @@ impl State {
                 continue;
             };
             for (index, _) in live.open.iter().enumerate().filter(|(_, &o)| o) {
-                self.running -= 1;
+                self.running = self.running.saturating_sub(1);
                 self.queue.ended(false);
                 let _ = live.job.events.send(Event::Done {
                     index,

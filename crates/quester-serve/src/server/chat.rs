@@ -48,8 +48,13 @@ pub(crate) fn chat(
         Err(e) => return respond(conn, request, Err(e)),
     };
     let n = parsed.sequences.len();
+    let limit = shared.config.max_queue;
+    if n > limit {
+        // It would never fit: a 429 would have the client retry forever.
+        let too_many = format!("`n` is {n}, more than this server ever queues ({limit})");
+        return respond(conn, request, Err(ApiError::invalid("n", too_many)));
+    }
     let Some(permit) = shared.queue.admit(n) else {
-        let limit = shared.config.max_queue;
         let busy =
             format!("the server is busy: {limit} sequences are queued or running; retry later");
         return respond(conn, request, Err(ApiError::new(429, busy)));

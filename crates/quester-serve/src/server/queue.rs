@@ -87,6 +87,11 @@ impl Queue {
         }
     }
 
+    /// `n` waiting sequences dropped before they ran (their client left).
+    pub fn dropped_waiting(&self, n: usize) {
+        self.cancelled.fetch_add(n as u64, Ordering::Relaxed);
+    }
+
     /// The counters now.
     pub fn stats(&self) -> ServeStats {
         ServeStats {

@@ -266,6 +266,11 @@ fn a_full_queue_answers_429_at_once() {
         v["error"]["message"].as_str().unwrap().contains("busy"),
         "{v}"
     );
+    // More choices than the queue ever holds is the request's fault, not a busy server.
+    let mut wide = long_request(5);
+    wide["n"] = json!(3);
+    let (status, v) = chat(&server, &wide);
+    assert_eq!((status, &v["error"]["param"]), (400, &json!("n")), "{v}");
     // Room again once the queue drained (the busy client leaves).
     drop(conn);
     let deadline = Instant::now() + Duration::from_secs(30);
