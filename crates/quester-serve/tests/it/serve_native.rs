@@ -287,6 +287,13 @@ fn a_full_queue_answers_429_at_once() {
 /// Sends `body` as a streamed request on a raw connection and reads until its first content
 /// delta (the request is decoding then); the connection is returned open.
 fn open_stream(server: &ServerHandle, body: &Value) -> TcpStream {
+    open_stream_until(server, body, |line| {
+        line.contains("\"content\"") && !line.contains("role")
+    })
+}
+
+/// [`open_stream`], reading until an event line for which `seen` holds.
+fn open_stream_until(server: &ServerHandle, body: &Value, seen: fn(&str) -> bool) -> TcpStream {
     let mut streamed = body.clone();
     streamed["stream"] = json!(true);
     let payload = streamed.to_string();
@@ -302,7 +309,7 @@ fn open_stream(server: &ServerHandle, body: &Value) -> TcpStream {
     loop {
         line.clear();
         assert!(reader.read_line(&mut line).unwrap() > 0, "stream ended");
-        if line.starts_with("data: ") && line.contains("\"content\"") && !line.contains("role") {
+        if line.starts_with("data: ") && seen(&line) {
             return conn;
         }
     }
@@ -331,6 +338,36 @@ fn a_client_that_leaves_a_stream_has_its_sequence_dropped() {
     // The server goes on serving.
     let (status, v) = chat(&server, &long_request(4));
     assert_eq!(status, 200, "{v}");
+}
+
+#[test]
+fn a_waiting_request_whose_client_leaves_leaves_the_queue() {
+    let server = tiny_server(ServeConfig {
+        max_batch: 1,
+        ..ServeConfig::default()
+    });
+    let running = open_stream(&server, &long_request(4000));
+    // The second waits for the row (its stream is open: the role chunk came).
+    let waiting = open_stream_until(&server, &long_request(4000), |l| l.contains("role"));
+    let stats = server.stats();
+    assert_eq!((stats.queued, stats.running), (2, 1));
+    drop(waiting);
+    // Seen at a keep-alive write, at most a few seconds on.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while server.stats().cancelled == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the waiting request was never dropped"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let stats = server.stats();
+    assert_eq!(
+        (stats.queued, stats.running, stats.cancelled, stats.finished),
+        (1, 1, 1, 0),
+        "only the waiting request left"
+    );
+    drop(running);
 }
 
 #[test]
