@@ -16,8 +16,10 @@ use super::backend::{
 /// Serves a [`Policy`] through [`Policy::generate_continuous`] (every request with its own
 /// sampling settings, stop strings included; the native model takes new requests at every
 /// token step, other policies batch by batch). The text is also cut at the first stop
-/// string here, because not every policy honours them (the tabular one does not), and a
-/// `Policy` exposes no tokenizer, so log-prob entries name their token by id (`"id:123"`).
+/// string here, because not every policy honours them (the tabular one does not), and
+/// log-prob entries name their token by id (`"id:123"`), since not every policy has a
+/// tokenizer. The policy's [`TextCodec`], when it has one, checks prompts and decodes streamed
+/// tokens on the HTTP threads.
 pub(crate) struct PolicyBackend {
     policy: Box<dyn Policy>,
     model_id: String,
