@@ -49,13 +49,9 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .as_deref()
         .map(quester_train::locate::resolve_checkpoint)
         .transpose()?;
-    let max_queue = args.max_queue.max(1);
     let config = ServeConfig {
         max_batch: args.max_batch.max(1),
-        max_queue,
-        // A thread holds each request until it is answered: enough for a full queue, and a few
-        // more to answer 429 and the light routes meanwhile.
-        http_threads: max_queue + 8,
+        max_queue: args.max_queue.max(1),
         ..ServeConfig::default()
     };
     let handle = serve_policy(

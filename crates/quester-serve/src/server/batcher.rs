@@ -6,7 +6,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, Sender, TryRecvError};
+use std::sync::mpsc::{Receiver, TryRecvError};
 use std::sync::Arc;
 
 use super::backend::{
@@ -14,8 +14,9 @@ use super::backend::{
     Progress,
 };
 use super::queue::{Permit, Queue};
+use tokio::sync::mpsc::UnboundedSender;
 
-/// What the generation thread tells a request's HTTP thread.
+/// What the generation thread tells a request's handler.
 #[derive(Debug)]
 pub(crate) enum Event {
     /// Tokens choice `index` added (sent for streamed requests only).
@@ -32,7 +33,7 @@ pub(crate) struct Job {
     pub sequences: Vec<GenerationRequest>,
     /// Whether the client wants tokens as they come.
     pub stream: bool,
-    pub events: Sender<Event>,
+    pub events: UnboundedSender<Event>,
     /// Set by the HTTP side when its client has gone: the job's sequences are dropped.
     pub gone: Arc<AtomicBool>,
     /// The job's room in the queue, given back when the job leaves this thread.

@@ -6,10 +6,6 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ServeConfig {
-    /// Most open connections, one thread each (one beyond is answered 503); each holds one
-    /// request until it is answered, so keep it above `max_queue` for a full queue to be
-    /// answered 429.
-    pub http_threads: usize,
     /// Most sequences decoding at once (a request with more choices runs alone); the others
     /// wait in the server's queue and join the batch as rows free up.
     pub max_batch: usize,
@@ -28,7 +24,6 @@ pub struct ServeConfig {
 impl Default for ServeConfig {
     fn default() -> Self {
         Self {
-            http_threads: 72,
             max_batch: 16,
             max_queue: 64,
             default_max_tokens: 256,

@@ -1,26 +1,25 @@
-//! The HTTP side of `serve`: the listener, one thread per open connection (at most
-//! `http_threads`), routes, the server's lifetime.
+//! The server's lifetime: the generation thread that owns the backend, the HTTP side (axum on
+//! its own tokio runtime), and the handle that stops both.
 
-use std::collections::HashMap;
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::future::IntoFuture;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Sender};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use axum::serve::ListenerExt;
+use tokio::runtime::Runtime;
+
 use super::backend::{ChatBackend, ChatCodec};
 use super::batcher::{run_generation, Job};
-use super::chat::chat;
 use super::queue::{Queue, ServeStats};
-use super::request::ApiError;
-use super::wire::{Connection, HttpRequest, ReadError, Response};
+use super::routes::router;
 use super::ServeConfig;
-use crate::openai::protocol::{ModelInfo, ModelList};
 
-/// How long a kept-alive connection may sit idle before the server closes it (it holds one of
-/// the `http_threads`).
-const IDLE: Duration = Duration::from_secs(30);
+/// How long stopping waits for the HTTP side's tasks to wind down.
+const STOP_GRACE: Duration = Duration::from_secs(5);
 
 /// Errors starting the server.
 #[derive(Debug, thiserror::Error)]
@@ -44,8 +43,8 @@ pub enum ServeError {
 /// A running server. Dropping it (or calling [`ServerHandle::shutdown`]) stops it.
 pub struct ServerHandle {
     addr: SocketAddr,
-    stopping: Arc<AtomicBool>,
-    accept_thread: Option<JoinHandle<()>>,
+    runtime: Option<Runtime>,
+    server: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
     generation_thread: Option<JoinHandle<()>>,
     queue: Arc<Queue>,
 }
@@ -69,32 +68,33 @@ impl ServerHandle {
     /// Blocks until the server stops (it runs until the process ends; the CLI simply waits
     /// here).
     pub fn wait(mut self) {
-        if let Some(t) = self.accept_thread.take() {
-            let _ = t.join();
+        if let (Some(runtime), Some(server)) = (&self.runtime, self.server.take()) {
+            if let Ok(Err(e)) = runtime.block_on(server) {
+                tracing::error!("serve: the HTTP server stopped: {e}");
+            }
         }
-        if let Some(t) = self.generation_thread.take() {
-            let _ = t.join();
-        }
+        self.stop();
     }
 
     /// Stops accepting requests, closes every connection (what their requests still had
-    /// queued or running is dropped), joins every thread.
+    /// queued or running is dropped), joins the generation thread.
     pub fn shutdown(mut self) {
         self.stop();
     }
 
     fn stop(&mut self) {
-        self.stopping.store(true, Ordering::SeqCst);
-        // The accept thread blocks in accept(): a connection wakes it.
-        let mut wake = self.addr;
-        if wake.ip().is_unspecified() {
-            wake.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+        // Dropping the runtime's tasks closes the listener and every connection; their
+        // handlers' guards mark what they had queued or running as gone.
+        if let Some(runtime) = self.runtime.take() {
+            if tokio::runtime::Handle::try_current().is_ok() {
+                // Inside another runtime a blocking wait would panic: let it wind down alone.
+                runtime.shutdown_background();
+            } else {
+                runtime.shutdown_timeout(STOP_GRACE);
+            }
         }
-        let _ = TcpStream::connect_timeout(&wake, Duration::from_secs(1));
-        if let Some(t) = self.accept_thread.take() {
-            let _ = t.join();
-        }
-        // Every job sender is gone now, so the generation thread ends once nothing is left.
+        // Every job sender went with the tasks, so the generation thread ends once nothing
+        // is left.
         if let Some(t) = self.generation_thread.take() {
             let _ = t.join();
         }
@@ -107,7 +107,7 @@ impl Drop for ServerHandle {
     }
 }
 
-/// Shared state of the HTTP threads.
+/// What every handler shares.
 pub(crate) struct Shared {
     pub config: ServeConfig,
     pub model_id: String,
@@ -117,6 +117,17 @@ pub(crate) struct Shared {
     pub queue: Arc<Queue>,
     /// The backend's prompt checker and detokenizer, when it has one.
     pub codec: Option<Arc<dyn ChatCodec>>,
+    /// Jobs for the generation thread. A std channel, since that thread blocks on it; sending
+    /// never blocks a handler (it is unbounded: the queue limit bounds it).
+    pub jobs: Sender<Job>,
+}
+
+impl Shared {
+    /// A fresh completion id.
+    pub fn completion_id(&self) -> String {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        format!("chatcmpl-{}-{id}", self.started)
+    }
 }
 
 pub(crate) fn unix_now() -> u64 {
@@ -153,22 +164,24 @@ pub(crate) fn serve_from<F>(
 where
     F: FnOnce() -> Result<Box<dyn ChatBackend>, String> + Send + 'static,
 {
-    if config.http_threads == 0 {
-        return Err(ServeError::Config(
-            "http_threads: must be at least 1".into(),
-        ));
-    }
     if config.max_batch == 0 {
         return Err(ServeError::Config("max_batch: must be at least 1".into()));
     }
     if config.max_queue == 0 {
         return Err(ServeError::Config("max_queue: must be at least 1".into()));
     }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .thread_name("serve-http")
+        .enable_all()
+        .build()
+        .map_err(|e| ServeError::Config(format!("cannot start the HTTP runtime: {e}")))?;
     let bind_error = |e: std::io::Error| ServeError::Bind {
         addr: addr.to_string(),
         message: e.to_string(),
     };
-    let listener = TcpListener::bind(addr).map_err(bind_error)?;
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind(addr))
+        .map_err(bind_error)?;
     let bound = listener.local_addr().map_err(bind_error)?;
     let (jobs_tx, jobs_rx) = mpsc::channel::<Job>();
     type Ready = Result<Option<Arc<dyn ChatCodec>>, String>;
@@ -198,200 +211,28 @@ where
             return Err(ServeError::Model(e));
         }
     };
-    let stopping = Arc::new(AtomicBool::new(false));
     let shared = Arc::new(Shared {
         model_id: model_id.to_string(),
         started: unix_now(),
         // Seeds for requests without one: a fixed sequence from the configured seed.
         next_seed: AtomicU64::new(config.seed),
         next_id: AtomicU64::new(0),
-        config: config.clone(),
+        config,
         queue: Arc::clone(&queue),
         codec,
+        jobs: jobs_tx,
     });
-    let accept_stopping = Arc::clone(&stopping);
-    let accept_shared = Arc::clone(&shared);
-    let accept_thread = std::thread::Builder::new()
-        .name("serve-accept".into())
-        .spawn(move || accept_loop(&listener, &accept_stopping, &accept_shared, &jobs_tx));
-    let accept_thread = match accept_thread {
-        Ok(t) => t,
-        Err(e) => {
-            // The job sender went with the failed closure: the generation thread ends.
-            let _ = generation_thread.join();
-            return Err(ServeError::Config(format!(
-                "cannot spawn the accept thread: {e}"
-            )));
-        }
-    };
     tracing::info!("serving {} at http://{bound}/v1", shared.model_id);
+    // Small events (a token's delta) go out at once rather than waiting for more to send.
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    let server = runtime.spawn(axum::serve(listener, router(shared)).into_future());
     Ok(ServerHandle {
         addr: bound,
-        stopping,
-        accept_thread: Some(accept_thread),
+        runtime: Some(runtime),
+        server: Some(server),
         generation_thread: Some(generation_thread),
         queue,
     })
-}
-
-/// The open connections, to close them when the server stops.
-#[derive(Default)]
-struct Open {
-    next: u64,
-    streams: HashMap<u64, TcpStream>,
-}
-
-/// Accepts connections until the server stops, one thread each; then closes every connection
-/// and joins their threads.
-fn accept_loop(
-    listener: &TcpListener,
-    stopping: &AtomicBool,
-    shared: &Arc<Shared>,
-    jobs: &Sender<Job>,
-) {
-    let open = Arc::new(Mutex::new(Open::default()));
-    let mut threads: Vec<JoinHandle<()>> = Vec::new();
-    for stream in listener.incoming() {
-        if stopping.load(Ordering::SeqCst) {
-            break;
-        }
-        let stream = match stream {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::warn!("serve: accepting a connection failed: {e}");
-                continue;
-            }
-        };
-        threads.retain(|t| !t.is_finished());
-        if threads.len() >= shared.config.http_threads {
-            // Every thread holds a connection: refuse this one rather than leave it unread.
-            let body = ApiError::new(503, "too many open connections; retry later").body();
-            let _ = Response::json(503, &body).write(&mut &stream, false);
-            continue;
-        }
-        let id = {
-            let mut o = open.lock().unwrap_or_else(PoisonError::into_inner);
-            let id = o.next;
-            o.next += 1;
-            if let Ok(clone) = stream.try_clone() {
-                o.streams.insert(id, clone);
-            }
-            id
-        };
-        let (shared, jobs, open_c) = (Arc::clone(shared), jobs.clone(), Arc::clone(&open));
-        let spawned = std::thread::Builder::new()
-            .name("serve-http".into())
-            .spawn(move || {
-                serve_connection(stream, &shared, &jobs);
-                open_c
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .streams
-                    .remove(&id);
-            });
-        match spawned {
-            Ok(t) => threads.push(t),
-            Err(e) => {
-                tracing::warn!("serve: cannot spawn a connection thread: {e}");
-                open.lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .streams
-                    .remove(&id);
-            }
-        }
-    }
-    for (_, s) in open
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .streams
-        .drain()
-    {
-        let _ = s.shutdown(Shutdown::Both);
-    }
-    for t in threads {
-        let _ = t.join();
-    }
-}
-
-/// Answers the requests of one connection until it closes.
-fn serve_connection(stream: TcpStream, shared: &Shared, jobs: &Sender<Job>) {
-    let _ = stream.set_read_timeout(Some(IDLE));
-    let _ = stream.set_nodelay(true);
-    let Ok(mut conn) = Connection::new(stream) else {
-        return;
-    };
-    loop {
-        let request = match conn.read_request(shared.config.max_body_bytes) {
-            Ok(r) => r,
-            Err(ReadError::Closed) => return,
-            Err(ReadError::Bad(status, message)) => {
-                let body = ApiError::new(status, message).body();
-                let _ = Response::json(status, &body).write(conn.writer(), false);
-                conn.linger();
-                return;
-            }
-        };
-        if !handle(&mut conn, &request, shared, jobs) || !request.keep_alive {
-            return;
-        }
-    }
-}
-
-/// Answers one request; false when the connection must close.
-fn handle(
-    conn: &mut Connection,
-    request: &HttpRequest,
-    shared: &Shared,
-    jobs: &Sender<Job>,
-) -> bool {
-    let path = request.path.as_str();
-    let method = request.method.as_str();
-    let result = match (path.trim_end_matches('/'), method) {
-        ("/v1/chat/completions", "POST") => return chat(conn, request, shared, jobs),
-        ("/v1/models", "GET") => Ok(Response::json(200, &models(shared))),
-        ("/health", "GET") => Ok(Response::json(
-            200,
-            &serde_json::json!({"status": "ok", "stats": shared.queue.stats()}),
-        )),
-        ("/v1/chat/completions" | "/v1/models" | "/health", _) => Err(ApiError::new(
-            405,
-            format!("method {method} is not allowed on {path}"),
-        )),
-        _ => Err(ApiError::new(404, format!("no route {method} {path}"))),
-    };
-    respond(conn, request, result)
-}
-
-/// Writes `result` (an error in OpenAI's shape); false when the connection must close.
-pub(crate) fn respond(
-    conn: &mut Connection,
-    request: &HttpRequest,
-    result: Result<Response, ApiError>,
-) -> bool {
-    let response = result.unwrap_or_else(|e| {
-        let mut r = Response::json(e.status, &e.body());
-        if e.status == 429 {
-            r.headers.push(("Retry-After", "1".to_string()));
-        }
-        r
-    });
-    match response.write(conn.writer(), request.keep_alive) {
-        Ok(()) => true,
-        Err(e) => {
-            tracing::debug!("serve: client went away before the answer: {e}");
-            false
-        }
-    }
-}
-
-fn models(shared: &Shared) -> ModelList {
-    ModelList {
-        object: "list".into(),
-        data: vec![ModelInfo {
-            id: shared.model_id.clone(),
-            object: "model".into(),
-            created: shared.started,
-            owned_by: "quester".into(),
-        }],
-    }
 }

@@ -12,8 +12,8 @@ mod http;
 mod policy_backend;
 mod queue;
 mod request;
+mod routes;
 mod sse;
-mod wire;
 
 pub use backend::{
     BackendError, BackendOrders, BackendStep, ChatBackend, ChatCodec, GenerationOutput,

@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-/// Counters of the server, shared by the HTTP threads and the generation thread.
+/// Counters of the server, shared by the request handlers and the generation thread.
 #[derive(Debug, Default)]
 pub(crate) struct Queue {
     limit: usize,

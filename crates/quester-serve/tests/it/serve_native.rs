@@ -352,7 +352,7 @@ fn a_waiting_request_whose_client_leaves_leaves_the_queue() {
     let stats = server.stats();
     assert_eq!((stats.queued, stats.running), (2, 1));
     drop(waiting);
-    // Seen at a keep-alive write, at most a few seconds on.
+    // Seen once hyper notices the closed connection, at the next step.
     let deadline = Instant::now() + Duration::from_secs(30);
     while server.stats().cancelled == 0 {
         assert!(
