@@ -17,7 +17,7 @@ use super::delta::DeltaText;
 use super::http::{unix_now, Shared};
 use super::request::{ApiError, ParsedRequest};
 use crate::openai::protocol::{
-    ChatCompletionChunk, ChoiceLogprobs, ChunkChoice, Delta, TokenLogprob, Usage,
+    ChatCompletionChunk, ChoiceLogprobs, ChunkChoice, Delta, FinishReason, TokenLogprob, Usage,
 };
 
 /// One streamed request, from its first chunks to `[DONE]` (or an error event).
@@ -161,7 +161,7 @@ impl ChatStream {
         index: usize,
         delta: Delta,
         logprobs: Option<ChoiceLogprobs>,
-        finish_reason: Option<crate::openai::protocol::FinishReason>,
+        finish_reason: Option<FinishReason>,
     ) {
         let choice = ChunkChoice {
             index,
