@@ -24,9 +24,13 @@ pub struct ServeArgs {
     /// Model id reported by /v1/models and in responses.
     #[arg(long, default_value = "quester")]
     pub model_id: String,
-    /// Most sequences generated together in one batch.
+    /// Most sequences decoding at once; more wait in the server's queue and join the running
+    /// batch at a token step as rows free up.
     #[arg(long, default_value_t = 16)]
     pub max_batch: usize,
+    /// Most sequences waiting or decoding; a request beyond it is answered HTTP 429 at once.
+    #[arg(long, default_value_t = 64)]
+    pub max_queue: usize,
 }
 
 pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
@@ -47,6 +51,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .transpose()?;
     let config = ServeConfig {
         max_batch: args.max_batch.max(1),
+        max_queue: args.max_queue.max(1),
         ..ServeConfig::default()
     };
     let handle = serve_policy(

@@ -91,6 +91,25 @@ pub struct Orders {
     pub cancel: Vec<u64>,
 }
 
+/// Tokens a running sequence added in one step (usually one), with their log-probs.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Progress {
+    /// The new token ids.
+    pub token_ids: Vec<u32>,
+    /// Their log-probs (as in [`GenerationOutput::logprobs`]).
+    pub logprobs: Vec<f32>,
+}
+
+/// What one token step of [`generate_continuous_with_progress`] reports.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StepReport {
+    /// The requests that ended in this step, with their keys.
+    pub finished: Vec<(u64, GenerationOutput)>,
+    /// The tokens the requests still running added in this step (a streaming server sends
+    /// them on before the request ends).
+    pub progress: Vec<(u64, Progress)>,
+}
+
 /// Continuous generation driven by the caller: `first` is submitted, then after every token
 /// step `on_step` gets the requests that ended in it (with their keys, possibly none) and
 /// answers with [`Orders`]: requests to add, which join the running batch at the next step,
@@ -107,6 +126,54 @@ pub fn generate_continuous<E: From<ModelError>>(
     max_rows: usize,
     first: Vec<(u64, GenerationRequest)>,
     on_step: &mut dyn FnMut(Vec<(u64, GenerationOutput)>) -> std::result::Result<Orders, E>,
+) -> std::result::Result<(), E> {
+    let opts = DriveOptions {
+        max_rows,
+        progress: false,
+    };
+    start(
+        model,
+        weights,
+        tokenizer,
+        opts,
+        first,
+        &mut |report: StepReport| on_step(report.finished),
+    )
+}
+
+/// [`generate_continuous`] that also reports, after every step, the tokens each running
+/// request added ([`StepReport::progress`]).
+pub fn generate_continuous_with_progress<E: From<ModelError>>(
+    model: &Model,
+    weights: Option<&DecodeWeights>,
+    tokenizer: &Tokenizer,
+    max_rows: usize,
+    first: Vec<(u64, GenerationRequest)>,
+    on_step: &mut dyn FnMut(StepReport) -> std::result::Result<Orders, E>,
+) -> std::result::Result<(), E> {
+    let opts = DriveOptions {
+        max_rows,
+        progress: true,
+    };
+    start(model, weights, tokenizer, opts, first, on_step)
+}
+
+/// How [`drive`] runs: the most sequences decoding at once, and whether each step reports
+/// the running sequences' new tokens.
+#[derive(Debug, Clone, Copy)]
+struct DriveOptions {
+    max_rows: usize,
+    progress: bool,
+}
+
+/// Picks the weights and keeps the CPU workers awake around [`drive`].
+fn start<E: From<ModelError>>(
+    model: &Model,
+    weights: Option<&DecodeWeights>,
+    tokenizer: &Tokenizer,
+    opts: DriveOptions,
+    first: Vec<(u64, GenerationRequest)>,
+    on_step: &mut dyn FnMut(StepReport) -> std::result::Result<Orders, E>,
 ) -> std::result::Result<(), E> {
     let weights = match weights {
         Some(w) => {
@@ -125,7 +192,7 @@ pub fn generate_continuous<E: From<ModelError>>(
         model,
         weights,
         tokenizer,
-        max_rows,
+        opts,
         first,
         on_step,
         awake.as_ref(),
@@ -137,9 +204,9 @@ fn drive<E: From<ModelError>>(
     model: &Model,
     weights: Weights<'_>,
     tokenizer: &Tokenizer,
-    max_rows: usize,
+    opts: DriveOptions,
     first: Vec<(u64, GenerationRequest)>,
-    on_step: &mut dyn FnMut(Vec<(u64, GenerationOutput)>) -> std::result::Result<Orders, E>,
+    on_step: &mut dyn FnMut(StepReport) -> std::result::Result<Orders, E>,
     awake: Option<&crate::threads::AwakeWorkers>,
 ) -> std::result::Result<(), E> {
     // Checked before packing, which is about a token step's work.
@@ -159,23 +226,27 @@ fn drive<E: From<ModelError>>(
         Weights::Pack | Weights::Unpacked => None,
     };
     let config = SchedulerConfig {
-        max_rows,
+        max_rows: opts.max_rows,
         prefill_tokens: usize::MAX,
     };
     let mut s = Scheduler::new(model, packed, tokenizer, config)?.with_awake(awake);
     let mut live = Live::default();
     live.submit(&mut s, first)?;
     while !s.is_idle() {
-        let mut done = Vec::new();
+        let mut report = StepReport::default();
         for (id, out) in s.step()? {
             if let Some(key) = live.ended(id) {
-                done.push((key, out));
+                report.finished.push((key, out));
             }
         }
-        let orders = on_step(done)?;
+        if opts.progress {
+            report.progress = live.progress(&s);
+        }
+        let orders = on_step(report)?;
         for key in orders.cancel {
             if let Some(id) = live.ids.remove(&key) {
                 live.keys.remove(&id);
+                live.reported.remove(&id);
                 s.cancel(id)?;
             }
         }
@@ -189,6 +260,8 @@ fn drive<E: From<ModelError>>(
 struct Live {
     keys: HashMap<SequenceId, u64>,
     ids: HashMap<u64, SequenceId>,
+    /// Tokens of each running sequence already reported as progress.
+    reported: HashMap<SequenceId, usize>,
 }
 
 impl Live {
@@ -206,8 +279,31 @@ impl Live {
         Ok(())
     }
 
+    /// The tokens each running sequence added since the last report.
+    fn progress(&mut self, s: &Scheduler<'_>) -> Vec<(u64, Progress)> {
+        let mut out = Vec::new();
+        for (id, ids, lps) in s.running_tokens() {
+            let Some(&key) = self.keys.get(&id) else {
+                continue;
+            };
+            let seen = self.reported.entry(id).or_insert(0);
+            if ids.len() > *seen {
+                out.push((
+                    key,
+                    Progress {
+                        token_ids: ids[*seen..].to_vec(),
+                        logprobs: lps.get(*seen..).unwrap_or_default().to_vec(),
+                    },
+                ));
+                *seen = ids.len();
+            }
+        }
+        out
+    }
+
     /// The key of a sequence that has ended (None for one cancelled meanwhile).
     fn ended(&mut self, id: SequenceId) -> Option<u64> {
+        self.reported.remove(&id);
         let key = self.keys.remove(&id)?;
         self.ids.remove(&key);
         Some(key)
@@ -232,10 +328,13 @@ fn run(
         model,
         weights,
         tokenizer,
-        requests.len(),
+        DriveOptions {
+            max_rows: requests.len(),
+            progress: false,
+        },
         first,
-        &mut |done| {
-            for (key, o) in done {
+        &mut |report| {
+            for (key, o) in report.finished {
                 out[key as usize] = Some(o);
             }
             Ok::<_, ModelError>(Orders::default())

@@ -212,6 +212,22 @@ impl<'a> Scheduler<'a> {
             .map_or(0, |b| b.rows.iter().filter(|r| r.seq.is_some()).count())
     }
 
+    /// Every running sequence's generated tokens so far with their log-probs (what a
+    /// streaming caller reports between steps).
+    pub fn running_tokens(&self) -> Vec<(SequenceId, &[u32], &[f32])> {
+        self.batch.as_ref().map_or(Vec::new(), |b| {
+            b.rows
+                .iter()
+                .filter_map(|r| {
+                    r.seq.as_ref().map(|s| {
+                        let (ids, lps) = s.tokens();
+                        (r.id, ids, lps)
+                    })
+                })
+                .collect()
+        })
+    }
+
     /// Rows of the running batch, finished ones not yet removed included.
     fn rows(&self) -> usize {
         self.batch.as_ref().map_or(0, |b| b.rows.len())

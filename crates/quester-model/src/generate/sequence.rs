@@ -90,6 +90,11 @@ impl Sequence {
         self.finish.is_some()
     }
 
+    /// The tokens generated so far and their log-probs.
+    pub(crate) fn tokens(&self) -> (&[u32], &[f32]) {
+        (&self.ids, &self.logprobs)
+    }
+
     /// The token the next forward pass feeds.
     pub(crate) fn last_token(&self) -> u32 {
         *self.ids.last().unwrap_or(&0)

@@ -65,7 +65,7 @@ pub(crate) struct ChatCompletionRequest {
     /// Number of choices; `serve` supports 1..=16.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub n: Option<i64>,
-    /// Streaming is not supported by `serve`; the client never asks for it.
+    /// Server-sent events as tokens come (the client never asks for them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream: Option<bool>,
 }
@@ -138,6 +138,48 @@ pub(crate) struct ChatCompletionResponse {
     pub usage: Usage,
 }
 
+/// The content a streamed choice adds (`choices[i].delta`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub(crate) struct Delta {
+    /// `assistant`, in a choice's first chunk only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    /// New text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+}
+
+/// One choice of a streamed chunk.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ChunkChoice {
+    /// Position in `choices` of the whole answer.
+    pub index: usize,
+    /// What this chunk adds.
+    pub delta: Delta,
+    /// Log-probabilities of the tokens this chunk covers, when requested.
+    pub logprobs: Option<ChoiceLogprobs>,
+    /// Set in the choice's last chunk.
+    pub finish_reason: Option<FinishReason>,
+}
+
+/// One server-sent event of a streamed chat completion.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ChatCompletionChunk {
+    /// The completion's id, the same in every chunk.
+    pub id: String,
+    /// Always `chat.completion.chunk`.
+    pub object: String,
+    /// Unix time in seconds.
+    pub created: u64,
+    /// Model id.
+    pub model: String,
+    /// The choices this chunk is about (empty in the usage chunk).
+    pub choices: Vec<ChunkChoice>,
+    /// Token counts, in a last chunk of their own when `stream_options.include_usage` is set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+}
+
 /// One entry of `GET /v1/models`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct ModelInfo {
@@ -178,4 +220,7 @@ pub(crate) struct ErrorDetail {
     /// The request field at fault, if any.
     #[serde(default)]
     pub param: Option<String>,
+    /// A machine-readable code (`rate_limit_exceeded` for a full queue).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
 }

@@ -1,4 +1,7 @@
-//! What `serve` asks of a model: generate a batch of chat completions.
+//! What `serve` asks of a model: continuous generation of chat completions, driven step by
+//! step by the server (requests join and leave the running batch between token steps).
+
+use std::sync::Arc;
 
 use crate::openai::protocol::{FinishReason, TokenLogprob, WireMessage};
 
@@ -66,16 +69,64 @@ impl BackendError {
     }
 }
 
+/// Tokens a running sequence added in one step.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Progress {
+    /// The new token ids (decoded by the backend's [`ChatCodec`] for streaming).
+    pub token_ids: Vec<u32>,
+    /// Their log-probs (empty unless the request asked for them).
+    pub logprobs: Vec<TokenLogprob>,
+}
+
+/// What one step of [`ChatBackend::generate_continuous`] reports.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BackendStep {
+    /// Sequences that ended, each with its output or why it failed (one bad sequence does not
+    /// fail the others).
+    pub finished: Vec<(u64, Result<GenerationOutput, BackendError>)>,
+    /// Tokens that sequences still running added (backends that decode token by token).
+    pub progress: Vec<(u64, Progress)>,
+}
+
+/// What the server asks for after a step.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BackendOrders {
+    /// Sequences to add under new keys: they join the running batch at the next step.
+    pub submit: Vec<(u64, GenerationRequest)>,
+    /// Live sequences to drop (their clients went away); they are not reported again.
+    pub cancel: Vec<u64>,
+}
+
+/// A backend's prompt rendering and detokenizer, used on the HTTP threads while the backend
+/// generates: a conversation is checked before it is queued (HTTP 400 at once), and streamed
+/// tokens are decoded there.
+pub trait ChatCodec: Send + Sync {
+    /// Tokens of the rendered prompt, or why the conversation cannot be rendered.
+    fn prompt_tokens(&self, messages: &[WireMessage]) -> Result<usize, BackendError>;
+
+    /// The text of generated token ids, as the final output decodes them.
+    fn decode(&self, ids: &[u32]) -> Result<String, BackendError>;
+}
+
 /// A model that `serve` can expose. It lives on one dedicated thread (built there by
 /// [`super::serve_from`], or moved there by [`super::serve_backend`]), so it need not be `Sync`.
 pub trait ChatBackend {
     /// The id reported by `GET /v1/models` and in every response.
     fn model_id(&self) -> String;
 
-    /// Generates every request of `batch` (requests that arrived together): one result per
-    /// request, in order, so one bad conversation does not fail its batch-mates.
-    fn generate(
+    /// Generates `first` (sequences under the server's keys), reporting after every step
+    /// (every token step for a backend that schedules per token; after each batch for one that
+    /// does not) to `on_step`, whose answer adds and drops sequences. Returns once nothing is
+    /// left. An error fails every sequence still live.
+    fn generate_continuous(
         &mut self,
-        batch: &[GenerationRequest],
-    ) -> Vec<Result<GenerationOutput, BackendError>>;
+        first: Vec<(u64, GenerationRequest)>,
+        on_step: &mut dyn FnMut(BackendStep) -> BackendOrders,
+    ) -> Result<(), BackendError>;
+
+    /// The prompt renderer and detokenizer (None: conversations are checked when generated, and
+    /// a streamed choice arrives as one delta when it ends).
+    fn codec(&self) -> Option<Arc<dyn ChatCodec>> {
+        None
+    }
 }

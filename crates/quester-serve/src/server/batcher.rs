@@ -1,99 +1,302 @@
-//! The generation thread: owns the backend, gathers requests that arrive together into one batch.
+//! The generation thread: owns the backend and keeps one continuous batch going. When idle it
+//! blocks for a request; while generating, after every step it takes the requests that arrived
+//! (they join the running batch at the next step), answers the sequences that ended, and
+//! drops those whose client went away.
 
+use std::collections::{HashMap, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, TryRecvError};
+use std::sync::Arc;
 
-use super::backend::{BackendError, ChatBackend, GenerationOutput, GenerationRequest};
+use super::backend::{
+    BackendError, BackendOrders, BackendStep, ChatBackend, GenerationOutput, GenerationRequest,
+    Progress,
+};
+use super::queue::{Permit, Queue};
+use tokio::sync::mpsc::UnboundedSender;
 
-/// The sequences of one HTTP request and where to send their outputs.
-pub(crate) struct Job {
-    pub sequences: Vec<GenerationRequest>,
-    pub reply: Sender<Result<Vec<GenerationOutput>, BackendError>>,
+/// What the generation thread tells a request's handler.
+#[derive(Debug)]
+pub(crate) enum Event {
+    /// Tokens choice `index` added (sent for streamed requests only).
+    Tokens { index: usize, progress: Progress },
+    /// Choice `index` ended.
+    Done {
+        index: usize,
+        result: Result<GenerationOutput, BackendError>,
+    },
 }
 
-/// Runs until every job sender is dropped. A batch holds at most `max_batch` sequences unless
-/// one request alone has more (it is then generated alone).
-pub(crate) fn run_batches(
-    mut backend: Box<dyn ChatBackend>,
-    jobs: Receiver<Job>,
-    max_batch: usize,
-    window: Duration,
-) {
-    let mut carried: Option<Job> = None;
-    loop {
-        let first = match carried.take() {
-            Some(job) => job,
-            None => match jobs.recv() {
-                Ok(job) => job,
-                Err(_) => return,
-            },
-        };
-        let mut batch = vec![first];
-        let mut size = batch[0].sequences.len();
-        let deadline = Instant::now() + window;
-        let mut closed = false;
-        while size < max_batch {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match jobs.recv_timeout(left) {
-                Ok(job) if size + job.sequences.len() > max_batch => {
-                    carried = Some(job);
-                    break;
-                }
-                Ok(job) => {
-                    size += job.sequences.len();
-                    batch.push(job);
-                }
-                Err(RecvTimeoutError::Timeout) => break,
-                Err(RecvTimeoutError::Disconnected) => {
-                    closed = true;
-                    break;
-                }
-            }
-        }
-        run_one(backend.as_mut(), batch);
-        if closed && carried.is_none() {
-            return;
-        }
+/// The sequences of one HTTP request (its choices) and where their events go.
+pub(crate) struct Job {
+    pub sequences: Vec<GenerationRequest>,
+    /// Whether the client wants tokens as they come.
+    pub stream: bool,
+    pub events: UnboundedSender<Event>,
+    /// Set by the HTTP side when its client has gone: the job's sequences are dropped.
+    pub gone: Arc<AtomicBool>,
+    /// The job's room in the queue, given back when the job leaves this thread.
+    pub _permit: Permit,
+}
+
+/// Keys of a job's sequences: the job's number, then the choice's index below it.
+const CHOICE_BITS: u32 = 16;
+
+fn key(job: u64, index: usize) -> u64 {
+    (job << CHOICE_BITS) | index as u64
+}
+
+fn split(key: u64) -> (u64, usize) {
+    (
+        key >> CHOICE_BITS,
+        (key & ((1 << CHOICE_BITS) - 1)) as usize,
+    )
+}
+
+/// A job on this thread.
+struct Live {
+    job: Job,
+    /// Choices not yet answered.
+    open: Vec<bool>,
+    /// Whether its sequences were submitted to the backend.
+    submitted: bool,
+}
+
+impl Live {
+    fn gone(&self) -> bool {
+        self.job.gone.load(Ordering::SeqCst)
     }
 }
 
-fn run_one(backend: &mut dyn ChatBackend, batch: Vec<Job>) {
-    let sequences: Vec<GenerationRequest> = batch
-        .iter()
-        .flat_map(|job| job.sequences.iter().cloned())
-        .collect();
-    // A panicking backend must not take the server down: the batch fails with its message.
-    let results =
-        catch_unwind(AssertUnwindSafe(|| backend.generate(&sequences))).unwrap_or_else(|panic| {
+/// The jobs waiting and running, and the limit on sequences decoding at once.
+struct State {
+    queue: Arc<Queue>,
+    max_running: usize,
+    next_job: u64,
+    jobs: HashMap<u64, Live>,
+    /// Jobs not yet submitted, oldest first.
+    waiting: VecDeque<u64>,
+    /// Sequences submitted and not ended.
+    running: usize,
+    /// Every job sender is gone (the server is stopping).
+    closed: bool,
+}
+
+/// Runs until every job sender is dropped and nothing is left. At most `max_running`
+/// sequences decode at once, unless one request alone has more (it then runs alone); a
+/// request's choices are submitted together, so they share their prompt's prefill.
+pub(crate) fn run_generation(
+    mut backend: Box<dyn ChatBackend>,
+    jobs: Receiver<Job>,
+    max_running: usize,
+    queue: Arc<Queue>,
+) {
+    let mut state = State {
+        queue,
+        max_running: max_running.max(1),
+        next_job: 0,
+        jobs: HashMap::new(),
+        waiting: VecDeque::new(),
+        running: 0,
+        closed: false,
+    };
+    loop {
+        if state.jobs.is_empty() {
+            if state.closed {
+                return;
+            }
+            match jobs.recv() {
+                Ok(job) => state.add(job),
+                Err(_) => return,
+            }
+        }
+        state.take_new(&jobs);
+        let first = state.admit();
+        if first.is_empty() {
+            // Only jobs whose clients left (dropped by `admit`), or the server is closing.
+            continue;
+        }
+        // A panicking backend must not take the server down: what was running fails with
+        // its message, and the thread goes on with the next requests.
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            backend.generate_continuous(first, &mut |step| state.on_step(step, &jobs))
+        }))
+        .unwrap_or_else(|panic| {
             let why = panic
                 .downcast_ref::<String>()
                 .cloned()
-                .or_else(|| {
-                    panic
-                        .downcast_ref::<&str>()
-                        .map(std::string::ToString::to_string)
-                })
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_string()))
                 .unwrap_or_else(|| "unknown panic".to_string());
-            let err = BackendError::internal(format!("generation panicked: {why}"));
-            vec![Err(err); sequences.len()]
+            Err(BackendError::internal(format!(
+                "generation panicked: {why}"
+            )))
         });
-    let results = if results.len() == sequences.len() {
-        results
-    } else {
-        let err = BackendError::internal(format!(
-            "backend returned {} outputs for {} sequences",
-            results.len(),
-            sequences.len()
-        ));
-        vec![Err(err); sequences.len()]
-    };
-    let mut results = results.into_iter();
-    for job in batch {
-        // A request answers with all its choices or with its first error.
-        let mine: Result<Vec<GenerationOutput>, BackendError> =
-            results.by_ref().take(job.sequences.len()).collect();
-        // The requester may have gone (client hung up): nothing to do then.
-        let _ = job.reply.send(mine);
+        let err = result.err().unwrap_or_else(|| {
+            BackendError::internal("the backend stopped without answering every sequence")
+        });
+        state.fail_submitted(&err);
+        // Nothing runs once the backend has returned, whatever it reported.
+        state.running = 0;
+    }
+}
+
+impl State {
+    fn add(&mut self, job: Job) {
+        let id = self.next_job;
+        self.next_job += 1;
+        let open = vec![true; job.sequences.len()];
+        self.jobs.insert(
+            id,
+            Live {
+                job,
+                open,
+                submitted: false,
+            },
+        );
+        self.waiting.push_back(id);
+    }
+
+    /// Takes every job that has arrived, without waiting.
+    fn take_new(&mut self, jobs: &Receiver<Job>) {
+        loop {
+            match jobs.try_recv() {
+                Ok(job) => self.add(job),
+                Err(TryRecvError::Empty) => return,
+                Err(TryRecvError::Disconnected) => {
+                    self.closed = true;
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The waiting jobs that fit under the limit, oldest first, as sequences to submit (jobs
+    /// whose client left meanwhile are dropped).
+    fn admit(&mut self) -> Vec<(u64, GenerationRequest)> {
+        let mut submit = Vec::new();
+        while let Some(&id) = self.waiting.front() {
+            let Some(live) = self.jobs.get_mut(&id) else {
+                self.waiting.pop_front();
+                continue;
+            };
+            if live.gone() {
+                self.waiting.pop_front();
+                self.drop_job(id);
+                continue;
+            }
+            let n = live.job.sequences.len();
+            if self.running > 0 && self.running + n > self.max_running {
+                break;
+            }
+            self.waiting.pop_front();
+            live.submitted = true;
+            submit.extend(
+                live.job
+                    .sequences
+                    .iter()
+                    .enumerate()
+                    .map(|(i, r)| (key(id, i), r.clone())),
+            );
+            self.running += n;
+            self.queue.started(n);
+        }
+        submit
+    }
+
+    /// Answers what ended, streams what progressed, takes new jobs, drops the abandoned ones.
+    fn on_step(&mut self, step: BackendStep, jobs: &Receiver<Job>) -> BackendOrders {
+        for (k, result) in step.finished {
+            let (id, index) = split(k);
+            let Some(live) = self.jobs.get_mut(&id) else {
+                continue;
+            };
+            if !live.open.get(index).copied().unwrap_or(false) {
+                continue;
+            }
+            live.open[index] = false;
+            self.running = self.running.saturating_sub(1);
+            self.queue.ended(false);
+            if live.job.events.send(Event::Done { index, result }).is_err() {
+                live.job.gone.store(true, Ordering::SeqCst);
+            }
+            if !live.open.contains(&true) {
+                self.jobs.remove(&id);
+            }
+        }
+        for (k, progress) in step.progress {
+            let (id, index) = split(k);
+            let Some(live) = self.jobs.get_mut(&id) else {
+                continue;
+            };
+            if live.job.stream
+                && live
+                    .job
+                    .events
+                    .send(Event::Tokens { index, progress })
+                    .is_err()
+            {
+                live.job.gone.store(true, Ordering::SeqCst);
+            }
+        }
+        self.take_new(jobs);
+        let cancel = self.cancel_gone();
+        BackendOrders {
+            submit: self.admit(),
+            cancel,
+        }
+    }
+
+    /// Drops every job whose client left (waiting ones leave the queue at once); returns the
+    /// keys of their live sequences, for the backend to cancel.
+    fn cancel_gone(&mut self) -> Vec<u64> {
+        let gone: Vec<u64> = self
+            .jobs
+            .iter()
+            .filter(|(_, l)| l.gone())
+            .map(|(&id, _)| id)
+            .collect();
+        gone.into_iter().flat_map(|id| self.drop_job(id)).collect()
+    }
+
+    /// Drops job `id` as abandoned; returns the keys of its sequences still running.
+    fn drop_job(&mut self, id: u64) -> Vec<u64> {
+        let Some(live) = self.jobs.remove(&id) else {
+            return Vec::new();
+        };
+        let open: Vec<usize> = (0..live.open.len()).filter(|&i| live.open[i]).collect();
+        if !live.submitted {
+            // Its id stays in `waiting` until `admit` reaches it and finds nothing.
+            self.queue.dropped_waiting(open.len());
+            return Vec::new();
+        }
+        for _ in &open {
+            self.running = self.running.saturating_sub(1);
+            self.queue.ended(true);
+        }
+        open.into_iter().map(|index| key(id, index)).collect()
+    }
+
+    /// Fails every submitted sequence not yet answered (the backend stopped).
+    fn fail_submitted(&mut self, err: &BackendError) {
+        let ids: Vec<u64> = self
+            .jobs
+            .iter()
+            .filter(|(_, l)| l.submitted)
+            .map(|(&id, _)| id)
+            .collect();
+        for id in ids {
+            let Some(live) = self.jobs.remove(&id) else {
+                continue;
+            };
+            for (index, _) in live.open.iter().enumerate().filter(|(_, &o)| o) {
+                self.running = self.running.saturating_sub(1);
+                self.queue.ended(false);
+                let _ = live.job.events.send(Event::Done {
+                    index,
+                    result: Err(err.clone()),
+                });
+            }
+        }
     }
 }

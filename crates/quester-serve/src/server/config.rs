@@ -6,12 +6,11 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ServeConfig {
-    /// Threads reading HTTP requests (each blocks while its request is generated).
-    pub http_threads: usize,
-    /// Most sequences generated in one batch.
+    /// Most sequences decoding at once (a request with more choices runs alone); the others
+    /// wait in the server's queue and join the batch as rows free up.
     pub max_batch: usize,
-    /// How long the first request of a batch waits for company, milliseconds.
-    pub batch_window_ms: u64,
+    /// Most sequences waiting or decoding; a request that would pass it is answered 429 at once.
+    pub max_queue: usize,
     /// `max_tokens` when the request gives none.
     pub default_max_tokens: usize,
     /// Largest `max_tokens` accepted.
@@ -25,9 +24,8 @@ pub struct ServeConfig {
 impl Default for ServeConfig {
     fn default() -> Self {
         Self {
-            http_threads: 8,
             max_batch: 16,
-            batch_window_ms: 5,
+            max_queue: 64,
             default_max_tokens: 256,
             max_tokens_limit: 8192,
             max_body_bytes: 8 << 20,

@@ -1,16 +1,27 @@
 //! The server: a policy behind an OpenAI-compatible HTTP API (`POST /v1/chat/completions`,
-//! `GET /v1/models`). Requests that arrive together are generated as one batch.
+//! `GET /v1/models`, `GET /health`). Generation is one continuous batch: a request joins it at
+//! the next token step and leaves it when it ends; answers come whole or streamed as
+//! server-sent events, and a request whose client leaves is dropped from the batch.
 
 mod backend;
 mod batcher;
+mod chat;
 mod config;
+mod delta;
 mod http;
 mod policy_backend;
+mod queue;
 mod request;
+mod routes;
+mod sse;
 
-pub use backend::{BackendError, ChatBackend, GenerationOutput, GenerationRequest};
+pub use backend::{
+    BackendError, BackendOrders, BackendStep, ChatBackend, ChatCodec, GenerationOutput,
+    GenerationRequest, Progress,
+};
 pub use config::ServeConfig;
 pub use http::{serve_backend, ServeError, ServerHandle};
+pub use queue::ServeStats;
 
 use http::serve_from;
 use policy_backend::PolicyBackend;

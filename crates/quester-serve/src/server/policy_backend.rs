@@ -1,14 +1,25 @@
 //! Any trainer [`Policy`] (the native model, a tabular policy, ...) as a [`ChatBackend`].
 
-use crate::openai::protocol::{FinishReason, TokenLogprob};
-use quester_train::policy::{ChatMessage, GenRequest, Generation, Policy, SamplingParams};
+use std::collections::HashMap;
+use std::sync::Arc;
 
-use super::backend::{BackendError, ChatBackend, GenerationOutput, GenerationRequest};
+use crate::openai::protocol::{FinishReason, TokenLogprob, WireMessage};
+use quester_train::policy::{
+    ChatMessage, GenRequest, Generation, Orders, Policy, SamplingParams, StepOutput, TextCodec,
+};
 
-/// Serves a [`Policy`]. A batch goes to the policy in ONE `generate` call (every request with
-/// its own sampling settings, stop strings included). The text is also cut at the first stop
-/// string here, because not every policy honours them (the tabular one does not), and a
-/// `Policy` exposes no tokenizer, so log-prob entries name their token by id (`"id:123"`).
+use super::backend::{
+    BackendError, BackendOrders, BackendStep, ChatBackend, ChatCodec, GenerationOutput,
+    GenerationRequest, Progress,
+};
+
+/// Serves a [`Policy`] through [`Policy::generate_continuous`] (every request with its own
+/// sampling settings, stop strings included; the native model takes new requests at every
+/// token step, other policies batch by batch). The text is also cut at the first stop
+/// string here, because not every policy honours them (the tabular one does not), and
+/// log-prob entries name their token by id (`"id:123"`), since not every policy has a
+/// tokenizer. The policy's [`TextCodec`], when it has one, checks prompts and decodes streamed
+/// tokens on the HTTP threads.
 pub(crate) struct PolicyBackend {
     policy: Box<dyn Policy>,
     model_id: String,
@@ -52,17 +63,7 @@ fn output(request: &GenerationRequest, gen: Generation) -> GenerationOutput {
         None => FinishReason::Stop,
     };
     let logprobs = if request.logprobs {
-        gen.logprobs
-            .iter()
-            .enumerate()
-            .map(|(i, &lp)| TokenLogprob {
-                token: gen
-                    .response_ids
-                    .get(i)
-                    .map_or_else(String::new, |id| format!("id:{id}")),
-                logprob: f64::from(lp),
-            })
-            .collect()
+        token_logprobs(&gen.response_ids, &gen.logprobs)
     } else {
         Vec::new()
     };
@@ -75,54 +76,129 @@ fn output(request: &GenerationRequest, gen: Generation) -> GenerationOutput {
     }
 }
 
+/// Log-prob entries naming each token by id.
+fn token_logprobs(ids: &[u32], logprobs: &[f32]) -> Vec<TokenLogprob> {
+    logprobs
+        .iter()
+        .enumerate()
+        .map(|(i, &lp)| TokenLogprob {
+            token: ids.get(i).map_or_else(String::new, |id| format!("id:{id}")),
+            logprob: f64::from(lp),
+        })
+        .collect()
+}
+
+/// `list` as the policy's requests, remembered in `live`.
+fn to_policy(
+    list: Vec<(u64, GenerationRequest)>,
+    live: &mut HashMap<u64, GenerationRequest>,
+) -> Vec<(u64, GenRequest)> {
+    list.into_iter()
+        .map(|(key, r)| {
+            let g = gen_request(&r);
+            live.insert(key, r);
+            (key, g)
+        })
+        .collect()
+}
+
+fn gen_request(r: &GenerationRequest) -> GenRequest {
+    GenRequest {
+        messages: chat_messages(&r.messages),
+        response_prefix: String::new(),
+        params: params_of(r),
+    }
+}
+
+fn chat_messages(messages: &[WireMessage]) -> Vec<ChatMessage> {
+    messages
+        .iter()
+        .map(|m| ChatMessage {
+            role: m.role.clone(),
+            content: m.content.clone(),
+        })
+        .collect()
+}
+
 impl ChatBackend for PolicyBackend {
     fn model_id(&self) -> String {
         self.model_id.clone()
     }
 
-    fn generate(
+    fn generate_continuous(
         &mut self,
-        batch: &[GenerationRequest],
-    ) -> Vec<Result<GenerationOutput, BackendError>> {
-        let mut results: Vec<Option<Result<GenerationOutput, BackendError>>> =
-            batch.iter().map(|_| None).collect();
-        let requests: Vec<GenRequest> = batch
-            .iter()
-            .map(|r| GenRequest {
-                messages: r
-                    .messages
-                    .iter()
-                    .map(|m| ChatMessage {
-                        role: m.role.clone(),
-                        content: m.content.clone(),
+        first: Vec<(u64, GenerationRequest)>,
+        on_step: &mut dyn FnMut(BackendStep) -> BackendOrders,
+    ) -> Result<(), BackendError> {
+        // The live requests, for cutting their text and formatting their log-probs.
+        let mut live: HashMap<u64, GenerationRequest> = HashMap::new();
+        let first = to_policy(first, &mut live);
+        self.policy
+            .generate_continuous(first, &mut |out: StepOutput| {
+                let finished = out
+                    .finished
+                    .into_iter()
+                    .map(|(key, gen)| {
+                        let result = match live.remove(&key) {
+                            Some(r) => Ok(output(&r, gen)),
+                            None => Err(BackendError::internal(format!(
+                                "the policy answered an unknown request {key}"
+                            ))),
+                        };
+                        (key, result)
                     })
-                    .collect(),
-                response_prefix: String::new(),
-                params: params_of(r),
-            })
-            .collect();
-        match self.policy.generate(&requests) {
-            Ok(gens) if gens.len() == batch.len() => {
-                for (i, gen) in gens.into_iter().enumerate() {
-                    results[i] = Some(Ok(output(&batch[i], gen)));
+                    .collect();
+                let progress = out
+                    .progress
+                    .into_iter()
+                    .filter_map(|(key, p)| {
+                        let r = live.get(&key)?;
+                        let logprobs = if r.logprobs {
+                            token_logprobs(&p.token_ids, &p.logprobs)
+                        } else {
+                            Vec::new()
+                        };
+                        Some((
+                            key,
+                            Progress {
+                                token_ids: p.token_ids,
+                                logprobs,
+                            },
+                        ))
+                    })
+                    .collect();
+                let orders = on_step(BackendStep { finished, progress });
+                for key in &orders.cancel {
+                    live.remove(key);
                 }
-            }
-            Ok(gens) => {
-                let err = BackendError::internal(format!(
-                    "the policy returned {} responses for {} requests",
-                    gens.len(),
-                    batch.len()
-                ));
-                results.iter_mut().for_each(|r| *r = Some(Err(err.clone())));
-            }
-            Err(e) => {
-                let err = BackendError::internal(e.to_string());
-                results.iter_mut().for_each(|r| *r = Some(Err(err.clone())));
-            }
-        }
-        results
-            .into_iter()
-            .map(|r| r.unwrap_or_else(|| Err(BackendError::internal("request not generated"))))
-            .collect()
+                Ok(Orders {
+                    submit: to_policy(orders.submit, &mut live),
+                    cancel: orders.cancel,
+                })
+            })
+            .map_err(|e| BackendError::internal(e.to_string()))
+    }
+
+    fn codec(&self) -> Option<Arc<dyn ChatCodec>> {
+        let codec = self.policy.text_codec()?;
+        Some(Arc::new(PolicyCodec(codec)))
+    }
+}
+
+/// A policy's [`TextCodec`] as the server's [`ChatCodec`].
+struct PolicyCodec(Arc<dyn TextCodec>);
+
+impl ChatCodec for PolicyCodec {
+    fn prompt_tokens(&self, messages: &[WireMessage]) -> Result<usize, BackendError> {
+        self.0
+            .encode(&chat_messages(messages), "")
+            .map(|ids| ids.len())
+            .map_err(|e| BackendError::invalid(e.to_string()))
+    }
+
+    fn decode(&self, ids: &[u32]) -> Result<String, BackendError> {
+        self.0
+            .decode(ids)
+            .map_err(|e| BackendError::internal(e.to_string()))
     }
 }

@@ -42,8 +42,10 @@ impl ApiError {
     /// The JSON body.
     pub fn body(&self) -> ErrorBody {
         let kind = match self.status {
-            400 => "invalid_request_error",
+            400 | 413 => "invalid_request_error",
             404 | 405 => "not_found_error",
+            // OpenAI's shape for a rate limit: the limited resource, and a code.
+            429 => "requests",
             _ => "server_error",
         };
         ErrorBody {
@@ -51,16 +53,21 @@ impl ApiError {
                 message: self.message.clone(),
                 kind: kind.to_string(),
                 param: self.param.clone(),
+                code: (self.status == 429).then(|| "rate_limit_exceeded".to_string()),
             },
         }
     }
 }
 
-/// A parsed request: the sequences to generate (one per choice).
+/// A parsed request: the sequences to generate (one per choice) and how to answer.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct ParsedRequest {
     /// One per choice, seeds `seed, seed+1, ...`.
     pub sequences: Vec<GenerationRequest>,
+    /// Answer with server-sent events as tokens come.
+    pub stream: bool,
+    /// End a stream with a chunk of token counts (`stream_options.include_usage`).
+    pub include_usage: bool,
 }
 
 fn number(obj: &Map<String, Value>, key: &str) -> Result<Option<f64>, ApiError> {
@@ -81,6 +88,15 @@ fn integer(obj: &Map<String, Value>, key: &str) -> Result<Option<i64>, ApiError>
             .as_i64()
             .map(Some)
             .ok_or_else(|| ApiError::invalid(key, format!("`{key}` must be an integer, got {v}"))),
+    }
+}
+
+fn flag(obj: &Map<String, Value>, key: &str) -> Result<bool, ApiError> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(false),
+        Some(v) => v
+            .as_bool()
+            .ok_or_else(|| ApiError::invalid(key, format!("`{key}` must be a boolean"))),
     }
 }
 
@@ -144,9 +160,22 @@ pub(crate) fn parse_chat_request(
     let obj = value
         .as_object()
         .ok_or_else(|| ApiError::new(400, "request body must be a JSON object"))?;
-    if obj.get("stream").and_then(Value::as_bool) == Some(true) {
-        return Err(ApiError::invalid("stream", "streaming is not supported"));
-    }
+    let stream = flag(obj, "stream")?;
+    let include_usage = match obj.get("stream_options") {
+        None | Some(Value::Null) => false,
+        Some(Value::Object(o)) => flag(o, "include_usage").map_err(|_| {
+            ApiError::invalid(
+                "stream_options",
+                "`stream_options.include_usage` must be a boolean",
+            )
+        })?,
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "stream_options",
+                "`stream_options` must be an object",
+            ))
+        }
+    };
     let messages = messages(obj)?;
     let temperature = number(obj, "temperature")?.unwrap_or(1.0);
     if !(0.0..=100.0).contains(&temperature) {
@@ -195,12 +224,7 @@ pub(crate) fn parse_chat_request(
                 ApiError::invalid("seed", format!("`seed` must be an integer, got {v}"))
             })?,
     };
-    let logprobs = match obj.get("logprobs") {
-        None | Some(Value::Null) => false,
-        Some(v) => v
-            .as_bool()
-            .ok_or_else(|| ApiError::invalid("logprobs", "`logprobs` must be a boolean"))?,
-    };
+    let logprobs = flag(obj, "logprobs")?;
     let stop = stop(obj)?;
     let sequences = (0..n as u64)
         .map(|i| GenerationRequest {
@@ -214,5 +238,9 @@ pub(crate) fn parse_chat_request(
             logprobs,
         })
         .collect();
-    Ok(ParsedRequest { sequences })
+    Ok(ParsedRequest {
+        sequences,
+        stream,
+        include_usage,
+    })
 }

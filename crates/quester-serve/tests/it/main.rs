@@ -3,4 +3,5 @@
 mod bandit;
 mod openai_client;
 mod serve_api;
+mod serve_native;
 mod serve_policy;

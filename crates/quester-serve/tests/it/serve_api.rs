@@ -1,21 +1,64 @@
 //! `serve` over loopback with a scripted backend: routes, validation, batching, failures,
 //! and the OpenAI client talking to it.
 
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use quester_serve::openai::protocol::{FinishReason, TokenLogprob, WireMessage};
 use quester_serve::openai::{ChatParams, OpenAiClient, OpenAiConfig, OpenAiError};
 use quester_serve::server::{
-    serve_backend, BackendError, ChatBackend, GenerationOutput, GenerationRequest, ServeConfig,
+    serve_backend, BackendError, BackendOrders, BackendStep, ChatBackend, ChatCodec,
+    GenerationOutput, GenerationRequest, ServeConfig,
 };
 
 /// Answers `echo:<last message>:t<temperature>:s<seed>`, cut to `max_tokens` characters and at
-/// the first stop string; "panic" panics (failing the batch), "fail" and "bad" fail their
-/// sequence (500 and 400). Records batch sizes.
+/// the first stop string; "panic" panics (failing what runs), "fail" and "bad" fail their
+/// sequence (500 and 400). Records the size of each step.
 struct EchoBackend {
     batches: Arc<Mutex<Vec<usize>>>,
     delay: Duration,
+}
+
+impl EchoBackend {
+    fn echo(r: &GenerationRequest) -> Result<GenerationOutput, BackendError> {
+        let last = &r.messages.last().unwrap().content;
+        match last.as_str() {
+            "panic" => panic!("the backend blew up"),
+            "fail" => return Err(BackendError::internal("out of memory")),
+            "bad" => return Err(BackendError::invalid("the template rejects this")),
+            _ => {}
+        }
+        let full = format!("echo:{last}:t{}:s{}", r.temperature, r.seed);
+        let mut text: String = full.chars().take(r.max_tokens).collect();
+        let mut finish = if text.len() < full.len() {
+            FinishReason::Length
+        } else {
+            FinishReason::Stop
+        };
+        if let Some(pos) = r.stop.iter().filter_map(|s| text.find(s.as_str())).min() {
+            text.truncate(pos);
+            finish = FinishReason::Stop;
+        }
+        let logprobs = if r.logprobs {
+            text.chars()
+                .map(|c| TokenLogprob {
+                    token: c.to_string(),
+                    logprob: -0.25,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Ok(GenerationOutput {
+            completion_tokens: text.chars().count(),
+            text,
+            finish_reason: finish,
+            prompt_tokens: r.messages.iter().map(|m| m.content.len()).sum(),
+            logprobs,
+        })
+    }
 }
 
 impl ChatBackend for EchoBackend {
@@ -23,52 +66,50 @@ impl ChatBackend for EchoBackend {
         "echo-model".into()
     }
 
-    fn generate(
+    /// Answers what is pending as one step; sequences submitted meanwhile form the next.
+    fn generate_continuous(
         &mut self,
-        batch: &[GenerationRequest],
-    ) -> Vec<Result<GenerationOutput, BackendError>> {
-        self.batches.lock().unwrap().push(batch.len());
-        std::thread::sleep(self.delay);
-        batch
-            .iter()
-            .map(|r| {
-                let last = &r.messages.last().unwrap().content;
-                match last.as_str() {
-                    "panic" => panic!("the backend blew up"),
-                    "fail" => return Err(BackendError::internal("out of memory")),
-                    "bad" => return Err(BackendError::invalid("the template rejects this")),
-                    _ => {}
-                }
-                let full = format!("echo:{last}:t{}:s{}", r.temperature, r.seed);
-                let mut text: String = full.chars().take(r.max_tokens).collect();
-                let mut finish = if text.len() < full.len() {
-                    FinishReason::Length
-                } else {
-                    FinishReason::Stop
-                };
-                if let Some(pos) = r.stop.iter().filter_map(|s| text.find(s.as_str())).min() {
-                    text.truncate(pos);
-                    finish = FinishReason::Stop;
-                }
-                let logprobs = if r.logprobs {
-                    text.chars()
-                        .map(|c| TokenLogprob {
-                            token: c.to_string(),
-                            logprob: -0.25,
-                        })
-                        .collect()
-                } else {
-                    Vec::new()
-                };
-                Ok(GenerationOutput {
-                    completion_tokens: text.chars().count(),
-                    text,
-                    finish_reason: finish,
-                    prompt_tokens: r.messages.iter().map(|m| m.content.len()).sum(),
-                    logprobs,
-                })
+        first: Vec<(u64, GenerationRequest)>,
+        on_step: &mut dyn FnMut(BackendStep) -> BackendOrders,
+    ) -> Result<(), BackendError> {
+        let mut pending = first;
+        while !pending.is_empty() {
+            self.batches.lock().unwrap().push(pending.len());
+            std::thread::sleep(self.delay);
+            let finished = pending
+                .iter()
+                .map(|(key, r)| (*key, Self::echo(r)))
+                .collect();
+            pending = on_step(BackendStep {
+                finished,
+                progress: Vec::new(),
             })
-            .collect()
+            .submit;
+        }
+        Ok(())
+    }
+
+    fn codec(&self) -> Option<Arc<dyn ChatCodec>> {
+        Some(Arc::new(EchoCodec))
+    }
+}
+
+/// Renders any conversation but one whose last message is "unrenderable"; decodes ids as
+/// characters (never asked to: the echo backend reports no tokens before a sequence ends).
+struct EchoCodec;
+
+impl ChatCodec for EchoCodec {
+    fn prompt_tokens(&self, messages: &[WireMessage]) -> Result<usize, BackendError> {
+        match messages.last() {
+            Some(m) if m.content == "unrenderable" => {
+                Err(BackendError::invalid("the template cannot render this"))
+            }
+            _ => Ok(messages.iter().map(|m| m.content.len()).sum()),
+        }
+    }
+
+    fn decode(&self, ids: &[u32]) -> Result<String, BackendError> {
+        Ok(ids.iter().filter_map(|&i| char::from_u32(i)).collect())
     }
 }
 
@@ -269,8 +310,12 @@ fn invalid_requests_get_400_naming_the_field() {
             "seed",
         ),
         (
-            r#"{"messages": [{"role": "user", "content": "x"}], "stream": true}"#,
+            r#"{"messages": [{"role": "user", "content": "x"}], "stream": 1}"#,
             "stream",
+        ),
+        (
+            r#"{"messages": [{"role": "user", "content": "x"}], "stream": true, "stream_options": []}"#,
+            "stream_options",
         ),
         (r#"{"messages": []}"#, "messages"),
         (
@@ -305,10 +350,9 @@ fn invalid_requests_get_400_naming_the_field() {
 }
 
 #[test]
-fn concurrent_requests_are_batched() {
+fn requests_arriving_during_a_step_join_the_next_together() {
     let config = ServeConfig {
         max_batch: 8,
-        batch_window_ms: 300,
         ..ServeConfig::default()
     };
     let (server, batches) = start(config, Duration::from_millis(20));
@@ -338,19 +382,13 @@ fn concurrent_requests_are_batched() {
     assert!(sizes.iter().all(|&s| s <= 8), "{sizes:?}");
     assert!(
         sizes.iter().any(|&s| s > 1),
-        "no request was batched with another: {sizes:?}"
+        "no request joined together with another: {sizes:?}"
     );
 }
 
 #[test]
 fn backend_failures_become_500_and_the_server_keeps_serving() {
-    let (server, _) = start(
-        ServeConfig {
-            batch_window_ms: 0,
-            ..ServeConfig::default()
-        },
-        Duration::ZERO,
-    );
+    let (server, _) = start(ServeConfig::default(), Duration::ZERO);
     let client = client_for(&server.base_url());
     for (what, code, expected) in [
         ("fail", 500, "out of memory"),
@@ -396,7 +434,6 @@ fn shutdown_releases_the_port() {
 fn a_bad_request_does_not_fail_its_batch_mates() {
     let config = ServeConfig {
         max_batch: 4,
-        batch_window_ms: 300,
         ..ServeConfig::default()
     };
     let (server, batches) = start(config, Duration::ZERO);
@@ -433,13 +470,7 @@ fn a_bad_request_does_not_fail_its_batch_mates() {
 fn the_openai_policy_generates_through_serve() {
     use quester_serve::openai::OpenAiPolicy;
     use quester_train::policy::{ChatMessage, GenRequest, Policy, SamplingParams};
-    let (server, batches) = start(
-        ServeConfig {
-            batch_window_ms: 200,
-            ..ServeConfig::default()
-        },
-        Duration::ZERO,
-    );
+    let (server, batches) = start(ServeConfig::default(), Duration::ZERO);
     let mut policy = OpenAiPolicy::new(OpenAiConfig {
         base_url: server.base_url(),
         request_logprobs: true,
@@ -483,5 +514,162 @@ fn the_openai_policy_generates_through_serve() {
     assert!(
         err.contains("request 1") && err.contains("out of memory"),
         "{err}"
+    );
+}
+
+#[test]
+fn a_conversation_the_codec_rejects_is_a_400_before_queueing() {
+    let (server, batches) = start(ServeConfig::default(), Duration::ZERO);
+    let body = r#"{"messages": [{"role": "user", "content": "unrenderable"}]}"#;
+    let (status, v) = post(&server.base_url(), "/chat/completions", body);
+    assert_eq!(status, 400, "{v}");
+    assert_eq!(v["error"]["param"], "messages");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("cannot render"),
+        "{v}"
+    );
+    assert!(batches.lock().unwrap().is_empty());
+    assert_eq!(server.stats().queued, 0);
+}
+
+#[test]
+fn a_backend_without_token_steps_streams_each_choice_when_it_ends() {
+    let (server, _) = start(ServeConfig::default(), Duration::ZERO);
+    let body = r#"{"messages": [{"role": "user", "content": "s"}], "n": 2, "seed": 4,
+        "stream": true, "logprobs": true}"#;
+    let mut conn = TcpStream::connect(server.addr()).unwrap();
+    write!(
+        conn,
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut raw = String::new();
+    conn.read_to_string(&mut raw).unwrap();
+    // Header names are case-insensitive (hyper writes them in lower case).
+    let head = raw.split("\r\n\r\n").next().unwrap().to_ascii_lowercase();
+    assert!(head.starts_with("http/1.1 200 ok\r\n"), "{raw}");
+    assert!(
+        head.contains("content-type: text/event-stream\r\n"),
+        "{raw}"
+    );
+    assert!(head.contains("transfer-encoding: chunked\r\n"), "{raw}");
+    let events: Vec<&str> = raw
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .collect();
+    assert_eq!(events.last(), Some(&"[DONE]"), "{raw}");
+    let chunks: Vec<serde_json::Value> = events[..events.len() - 1]
+        .iter()
+        .map(|e| serde_json::from_str(e).unwrap())
+        .collect();
+    for i in 0..2u64 {
+        let mine: Vec<&serde_json::Value> = chunks
+            .iter()
+            .map(|c| &c["choices"][0])
+            .filter(|c| c["index"] == i)
+            .collect();
+        assert_eq!(mine[0]["delta"]["role"], "assistant");
+        let text: String = mine
+            .iter()
+            .filter_map(|c| c["delta"]["content"].as_str())
+            .collect();
+        assert_eq!(text, format!("echo:s:t1:s{}", 4 + i));
+        let logprobs = mine
+            .iter()
+            .filter_map(|c| c["logprobs"]["content"].as_array())
+            .map(Vec::len)
+            .sum::<usize>();
+        assert_eq!(logprobs, text.chars().count());
+        assert_eq!(mine.last().unwrap()["finish_reason"], "stop");
+    }
+    assert!(chunks
+        .iter()
+        .all(|c| c["object"] == "chat.completion.chunk"));
+}
+
+/// Writes `request` on a fresh connection and reads until the server closes it.
+fn raw_exchange(server: &quester_serve::server::ServerHandle, request: &str) -> String {
+    let mut conn = TcpStream::connect(server.addr()).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    conn.write_all(request.as_bytes()).unwrap();
+    let mut raw = String::new();
+    conn.read_to_string(&mut raw).unwrap();
+    raw
+}
+
+#[test]
+fn connections_keep_alive_and_bad_framing_is_answered() {
+    let (server, _) = start(
+        ServeConfig {
+            max_body_bytes: 200,
+            ..ServeConfig::default()
+        },
+        Duration::ZERO,
+    );
+    // Two requests on one connection, the second closing it.
+    let raw = raw_exchange(
+        &server,
+        "GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(raw.matches("HTTP/1.1 200 OK").count(), 2, "{raw}");
+    assert!(
+        raw.contains("echo-model") && raw.contains("\"status\":\"ok\""),
+        "{raw}"
+    );
+    // HTTP/1.0 is answered in kind, and the connection closes after the answer (the read
+    // above ends).
+    let raw = raw_exchange(&server, "GET /v1/models HTTP/1.0\r\n\r\n");
+    assert!(
+        raw.starts_with("HTTP/1.0 200 OK") && raw.contains("echo-model"),
+        "{raw}"
+    );
+    // A body past the limit is a 413 in OpenAI's shape.
+    let big = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nConnection: close\r\nContent-Length: 201\r\n\r\n{}",
+        "x".repeat(201)
+    );
+    let raw = raw_exchange(&server, &big);
+    assert!(
+        raw.starts_with("HTTP/1.1 413") && raw.contains("exceeds 200 bytes"),
+        "{raw}"
+    );
+    // A chunked body is read like any other.
+    let body = r#"{"messages": [{"role": "user", "content": "k"}], "seed": 2}"#;
+    let chunked = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{body}\r\n0\r\n\r\n",
+        body.len()
+    );
+    let raw = raw_exchange(&server, &chunked);
+    assert!(
+        raw.starts_with("HTTP/1.1 200 OK") && raw.contains("echo:k:t1:s2"),
+        "{raw}"
+    );
+    // A garbled request line is a 400, and the connection closes.
+    let raw = raw_exchange(&server, "NONSENSE\r\n\r\n");
+    assert!(raw.starts_with("HTTP/1.1 400"), "{raw}");
+    // Expect: 100-continue gets its interim answer, then the real one.
+    let body = r#"{"messages": [{"role": "user", "content": "c"}], "seed": 1}"#;
+    let mut conn = TcpStream::connect(server.addr()).unwrap();
+    write!(
+        conn,
+        "POST /v1/chat/completions HTTP/1.1\r\nExpect: 100-continue\r\nConnection: close\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .unwrap();
+    let mut reader = BufReader::new(conn.try_clone().unwrap());
+    let mut line = String::new();
+    reader.read_line(&mut line).unwrap();
+    assert_eq!(line, "HTTP/1.1 100 Continue\r\n");
+    conn.write_all(body.as_bytes()).unwrap();
+    let mut rest = String::new();
+    reader.read_to_string(&mut rest).unwrap();
+    assert!(
+        rest.contains("HTTP/1.1 200 OK") && rest.contains("echo:c:t1:s1"),
+        "{rest}"
     );
 }

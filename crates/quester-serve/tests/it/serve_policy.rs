@@ -102,11 +102,10 @@ fn evaluating_through_serve_equals_evaluating_directly() {
     let mut direct_policy = tabular();
     let direct = evaluate_policy(&mut direct_policy, &*factory, &cfg, &templates).unwrap();
 
-    // Small batches and a window so requests of one rollout turn are split across batches:
-    // per-request seeds must make that irrelevant.
+    // Small batches so requests of one rollout turn are split across batches: per-request
+    // seeds must make that irrelevant.
     let server = serve_tabular(ServeConfig {
         max_batch: 5,
-        batch_window_ms: 2,
         ..ServeConfig::default()
     });
     let mut remote = OpenAiPolicy::new(OpenAiConfig {

@@ -5,6 +5,7 @@
 //! distribution actually sampled from) and the temperature used. A [`TrainablePolicy`] can also
 //! take a gradient step on a loss whose per-token gradient the caller supplies.
 
+pub mod codec;
 pub mod native;
 pub mod tabular;
 
@@ -47,6 +48,11 @@ impl ChatMessage {
 /// batch). Every request carries its own, so a method can mix temperatures inside a group.
 pub use quester_model::{SamplingParams, Scaffold, TemperatureSwitch};
 
+/// Tokens a running request added in one step, with their log-probs.
+pub use quester_model::Progress;
+
+pub use codec::TextCodec;
+
 /// One generation request: a conversation, a forced response opening and how to sample.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GenRequest {
@@ -85,6 +91,9 @@ pub struct Orders {
 pub struct StepOutput {
     /// The requests that ended (possibly none), with their keys and responses.
     pub finished: Vec<(u64, Generation)>,
+    /// The tokens requests still running added since the last step (reported by policies
+    /// that schedule per token step; empty from the others, whose requests only finish).
+    pub progress: Vec<(u64, Progress)>,
 }
 
 /// Receives each step's output and answers with what to do next.
@@ -120,9 +129,19 @@ pub trait Policy {
             }
             // Nothing is live between batches, so there is nothing to cancel.
             let finished = keys.into_iter().zip(gens).collect();
-            pending = on_step(StepOutput { finished })?.submit;
+            pending = on_step(StepOutput {
+                finished,
+                progress: Vec::new(),
+            })?
+            .submit;
         }
         Ok(())
+    }
+
+    /// The policy's chat template and tokenizer, usable from other threads while it generates
+    /// (None for a policy without a tokenizer).
+    fn text_codec(&self) -> Option<std::sync::Arc<dyn TextCodec>> {
+        None
     }
 
     /// The prompt token ids `generate` would condition on for this conversation and forced

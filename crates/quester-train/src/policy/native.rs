@@ -17,8 +17,8 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::{
-    ChatMessage, GenRequest, Generation, LossValue, OnStep, Policy, StepOutput, TrainSeq,
-    TrainablePolicy, UpdateStats,
+    ChatMessage, GenRequest, Generation, LossValue, OnStep, Policy, StepOutput, TextCodec,
+    TrainSeq, TrainablePolicy, UpdateStats,
 };
 use crate::config::{TrainConfig, TrainMode};
 use crate::error::TrainError;
@@ -299,13 +299,7 @@ impl NativePolicy {
 impl NativePolicy {
     /// The chat-formatted, tokenised prompt with the forced response opening appended.
     fn prompt_ids(&self, messages: &[ChatMessage], prefix: &str) -> Result<Vec<u32>, TrainError> {
-        let msgs: Vec<MChat> = messages
-            .iter()
-            .map(|m| MChat::new(m.role.clone(), m.content.clone()))
-            .collect();
-        let mut text = self.template.render(&msgs, true).map_err(err)?;
-        text.push_str(prefix);
-        self.tokenizer.encode(&text).map_err(err)
+        render_prompt(&self.template, &self.tokenizer, messages, prefix)
     }
 }
 
@@ -379,18 +373,22 @@ impl Policy for NativePolicy {
                 .collect()
         };
         let first = to_engine(first, &mut prompts)?;
-        quester_model::generate_continuous(
+        quester_model::generate_continuous_with_progress(
             &this.step.model().0,
             weights.as_deref(),
             &this.tokenizer,
             usize::MAX,
             first,
-            &mut |done| {
-                let finished = done
+            &mut |report| {
+                let finished = report
+                    .finished
                     .into_iter()
                     .map(|(key, o)| (key, generation(prompts.remove(&key).unwrap_or_default(), o)))
                     .collect();
-                let orders = on_step(StepOutput { finished })?;
+                let orders = on_step(StepOutput {
+                    finished,
+                    progress: report.progress,
+                })?;
                 for key in &orders.cancel {
                     prompts.remove(key);
                 }
@@ -409,6 +407,49 @@ impl Policy for NativePolicy {
     ) -> Result<Vec<u32>, TrainError> {
         self.prompt_ids(messages, response_prefix)
     }
+
+    fn text_codec(&self) -> Option<Arc<dyn TextCodec>> {
+        Some(Arc::new(NativeCodec {
+            template: self.template.clone(),
+            tokenizer: self.tokenizer.clone(),
+        }))
+    }
+}
+
+/// The native policy's template and tokenizer, copied out of it (see [`TextCodec`]).
+struct NativeCodec {
+    template: ChatTemplate,
+    tokenizer: Tokenizer,
+}
+
+impl TextCodec for NativeCodec {
+    fn encode(
+        &self,
+        messages: &[ChatMessage],
+        response_prefix: &str,
+    ) -> Result<Vec<u32>, TrainError> {
+        render_prompt(&self.template, &self.tokenizer, messages, response_prefix)
+    }
+
+    fn decode(&self, ids: &[u32]) -> Result<String, TrainError> {
+        self.tokenizer.decode(ids).map_err(err)
+    }
+}
+
+/// The chat-formatted, tokenised prompt with the forced response opening appended.
+fn render_prompt(
+    template: &ChatTemplate,
+    tokenizer: &Tokenizer,
+    messages: &[ChatMessage],
+    prefix: &str,
+) -> Result<Vec<u32>, TrainError> {
+    let msgs: Vec<MChat> = messages
+        .iter()
+        .map(|m| MChat::new(m.role.clone(), m.content.clone()))
+        .collect();
+    let mut text = template.render(&msgs, true).map_err(err)?;
+    text.push_str(prefix);
+    tokenizer.encode(&text).map_err(err)
 }
 
 impl TrainablePolicy for NativePolicy {

@@ -1,0 +1,438 @@
+//! `serve` over the native model (quester-model's tiny random Llama): requests join the running
+//! batch at a token step, streamed deltas add up to the whole answer, `n` choices are the
+//! single requests of their seeds, a full queue answers 429, and a client that leaves (streamed
+//! or not) has its sequence dropped.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use quester_serve::server::{serve_policy, ServeConfig, ServerHandle};
+use quester_train::policy::Policy;
+use serde_json::{json, Value};
+
+fn tiny_server(config: ServeConfig) -> ServerHandle {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../quester-model/tests/fixtures/tiny-llama");
+    let mut table = toml::Table::new();
+    quester_train::config::migrate::apply_overrides(
+        &mut table,
+        &[format!("model.path={}", path.display())],
+    )
+    .unwrap();
+    let cfg = quester_train::TrainConfig::from_table(table).unwrap();
+    serve_policy(
+        move || {
+            quester_train::api::build_policy(&cfg)
+                .map(|p| p as Box<dyn Policy>)
+                .map_err(|e| e.to_string())
+        },
+        "tiny",
+        "127.0.0.1:0",
+        config,
+    )
+    .unwrap()
+}
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(120)))
+        .build()
+        .into()
+}
+
+/// POSTs a chat request; (status, parsed body).
+fn chat(server: &ServerHandle, body: &Value) -> (u16, Value) {
+    let mut resp = agent()
+        .post(format!("{}/chat/completions", server.base_url()))
+        .header("Content-Type", "application/json")
+        .send(body.to_string())
+        .unwrap();
+    let status = resp.status().as_u16();
+    let text = resp.body_mut().read_to_string().unwrap();
+    (status, serde_json::from_str(&text).unwrap())
+}
+
+/// POSTs a streamed chat request; the JSON of every `data:` event up to `[DONE]` (which must
+/// come).
+fn chat_stream(server: &ServerHandle, body: &Value) -> Vec<Value> {
+    let mut resp = agent()
+        .post(format!("{}/chat/completions", server.base_url()))
+        .header("Content-Type", "application/json")
+        .send(body.to_string())
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    let kind = resp
+        .headers()
+        .get("content-type")
+        .unwrap()
+        .to_str()
+        .unwrap();
+    assert_eq!(kind, "text/event-stream");
+    let mut events = Vec::new();
+    for line in BufReader::new(resp.body_mut().as_reader()).lines() {
+        let line = line.unwrap();
+        let Some(data) = line.strip_prefix("data: ") else {
+            continue;
+        };
+        if data == "[DONE]" {
+            return events;
+        }
+        events.push(serde_json::from_str(data).unwrap());
+    }
+    panic!("the stream ended without [DONE]: {events:?}");
+}
+
+fn text(v: &Value, choice: usize) -> String {
+    v["choices"][choice]["message"]["content"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+fn user(content: &str) -> Value {
+    json!([{"role": "user", "content": content}])
+}
+
+/// A request that runs the whole `max_tokens` (the greedy tiny model never picks its EOS
+/// here: checked by the tests that rely on it).
+fn long_request(max_tokens: usize) -> Value {
+    json!({"messages": user("tell me a long story"), "temperature": 0, "max_tokens": max_tokens})
+}
+
+#[test]
+fn a_request_sent_during_a_long_one_joins_its_batch_and_finishes_first() {
+    let server = tiny_server(ServeConfig::default());
+    let (status, alone) = chat(&server, &long_request(400));
+    assert_eq!(status, 200, "{alone}");
+    assert_eq!(alone["choices"][0]["finish_reason"], "length", "{alone}");
+    assert_eq!(alone["usage"]["completion_tokens"], 400);
+
+    std::thread::scope(|s| {
+        let long = s.spawn(|| {
+            let v = chat(&server, &long_request(400)).1;
+            (v, Instant::now())
+        });
+        // Once the long request decodes, a short one is sent.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while server.stats().running == 0 {
+            assert!(Instant::now() < deadline, "the long request never started");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let short = json!({"messages": user("hi"), "temperature": 0, "max_tokens": 3});
+        let (status, v) = chat(&server, &short);
+        let short_done = Instant::now();
+        assert_eq!(status, 200, "{v}");
+        assert_eq!(v["usage"]["completion_tokens"], 3, "{v}");
+        let (long_v, long_done) = long.join().unwrap();
+        assert!(
+            short_done < long_done,
+            "the short request waited for the long one to end"
+        );
+        // Sharing the batch changed nothing in the long answer.
+        assert_eq!(text(&long_v, 0), text(&alone, 0));
+    });
+    assert_eq!(server.stats().finished, 3);
+}
+
+#[test]
+fn streamed_deltas_add_up_to_the_answer_of_the_same_seed() {
+    let server = tiny_server(ServeConfig::default());
+    let base = json!({"messages": user("stream this"), "temperature": 4.0, "seed": 11,
+        "max_tokens": 60, "logprobs": true});
+    let (status, whole) = chat(&server, &base);
+    assert_eq!(status, 200, "{whole}");
+    let full = text(&whole, 0);
+    // A stop string from the middle of the answer: two different characters (so the first
+    // alone, at the end of the text, is held back while it could begin the stop), neither a
+    // replacement character for a cut multi-byte one.
+    let chars: Vec<char> = full.chars().collect();
+    let at = (chars.len() / 4..chars.len().saturating_sub(1))
+        .find(|&i| chars[i] != chars[i + 1] && chars[i] != '\u{FFFD}' && chars[i + 1] != '\u{FFFD}')
+        .expect("a stop string to cut at");
+    let stop: String = chars[at..at + 2].iter().collect();
+    for stop in [None, Some(stop)] {
+        let mut body = base.clone();
+        if let Some(s) = &stop {
+            body["stop"] = json!([s]);
+        }
+        body["stream"] = json!(true);
+        body["stream_options"] = json!({"include_usage": true});
+        let events = chat_stream(&server, &body);
+        let expected = if stop.is_some() {
+            let mut b = base.clone();
+            b["stop"] = body["stop"].clone();
+            chat(&server, &b).1
+        } else {
+            whole.clone()
+        };
+        assert_eq!(events[0]["object"], "chat.completion.chunk");
+        assert_eq!(events[0]["choices"][0]["delta"]["role"], "assistant");
+        let deltas: Vec<&str> = events
+            .iter()
+            .filter_map(|e| e["choices"][0]["delta"]["content"].as_str())
+            .filter(|d| !d.is_empty())
+            .collect();
+        assert_eq!(deltas.concat(), text(&expected, 0), "stop {stop:?}");
+        assert!(
+            deltas.len() > 3,
+            "the text came in {} deltas, not as it was generated",
+            deltas.len()
+        );
+        if let Some(s) = &stop {
+            assert!(deltas.iter().all(|d| !d.contains(s.as_str())), "{deltas:?}");
+        }
+        let finish: Vec<&Value> = events
+            .iter()
+            .map(|e| &e["choices"][0]["finish_reason"])
+            .filter(|f| !f.is_null())
+            .collect();
+        assert_eq!(
+            finish,
+            vec![&expected["choices"][0]["finish_reason"]],
+            "one last chunk carries the finish reason"
+        );
+        let logprobs: Vec<&Value> = events
+            .iter()
+            .filter_map(|e| e["choices"][0]["logprobs"]["content"].as_array())
+            .flatten()
+            .collect();
+        let expected_lp: Vec<&Value> = expected["choices"][0]["logprobs"]["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .collect();
+        assert_eq!(logprobs, expected_lp);
+        let usage = &events.last().unwrap()["usage"];
+        assert_eq!(usage, &expected["usage"]);
+    }
+}
+
+#[test]
+fn n_choices_are_the_single_requests_of_consecutive_seeds() {
+    let server = tiny_server(ServeConfig::default());
+    let ask = |n: usize, seed: u64| {
+        let body = json!({"messages": user("pick"), "temperature": 4.0, "n": n, "seed": seed,
+            "max_tokens": 24});
+        let (status, v) = chat(&server, &body);
+        assert_eq!(status, 200, "{v}");
+        v
+    };
+    let three = ask(3, 40);
+    let texts: Vec<String> = (0..3).map(|i| text(&three, i)).collect();
+    let singles: Vec<String> = (0..3).map(|i| text(&ask(1, 40 + i), 0)).collect();
+    assert_eq!(texts, singles);
+    assert!(
+        texts[0] != texts[1] || texts[1] != texts[2],
+        "three seeds gave one answer: {texts:?}"
+    );
+    // Streamed, the three choices come interleaved under their indices.
+    let mut body = json!({"messages": user("pick"), "temperature": 4.0, "n": 3, "seed": 40,
+        "max_tokens": 24});
+    body["stream"] = json!(true);
+    let events = chat_stream(&server, &body);
+    let streamed: Vec<String> = (0..3)
+        .map(|i| {
+            events
+                .iter()
+                .flat_map(|e| e["choices"].as_array().unwrap())
+                .filter(|c| c["index"] == i)
+                .filter_map(|c| c["delta"]["content"].as_str())
+                .collect()
+        })
+        .collect();
+    assert_eq!(streamed, singles);
+}
+
+#[test]
+fn a_full_queue_answers_429_at_once() {
+    let server = tiny_server(ServeConfig {
+        max_queue: 2,
+        max_batch: 2,
+        ..ServeConfig::default()
+    });
+    // A streamed request with two choices fills the queue.
+    let mut busy = long_request(4000);
+    busy["n"] = json!(2);
+    let conn = open_stream(&server, &busy);
+    assert_eq!(server.stats().queued, 2);
+    let t = Instant::now();
+    let (status, v) = chat(&server, &long_request(5));
+    assert_eq!(status, 429, "{v}");
+    assert!(t.elapsed() < Duration::from_secs(5), "429 came late");
+    assert_eq!(v["error"]["code"], "rate_limit_exceeded", "{v}");
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("busy"),
+        "{v}"
+    );
+    // More choices than the queue ever holds is the request's fault, not a busy server.
+    let mut wide = long_request(5);
+    wide["n"] = json!(3);
+    let (status, v) = chat(&server, &wide);
+    assert_eq!((status, &v["error"]["param"]), (400, &json!("n")), "{v}");
+    // Room again once the queue drained (the busy client leaves).
+    drop(conn);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while server.stats().queued > 0 {
+        assert!(Instant::now() < deadline, "the queue never drained");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let (status, v) = chat(&server, &long_request(5));
+    assert_eq!(status, 200, "{v}");
+    let stats = server.stats();
+    assert_eq!((stats.refused, stats.cancelled), (1, 2));
+}
+
+/// Sends `body` as a streamed request on a raw connection and reads until its first content
+/// delta (the request is decoding then); the connection is returned open.
+fn open_stream(server: &ServerHandle, body: &Value) -> TcpStream {
+    open_stream_until(server, body, |line| {
+        line.contains("\"content\"") && !line.contains("role")
+    })
+}
+
+/// [`open_stream`], reading until an event line for which `seen` holds.
+fn open_stream_until(server: &ServerHandle, body: &Value, seen: fn(&str) -> bool) -> TcpStream {
+    let mut streamed = body.clone();
+    streamed["stream"] = json!(true);
+    let payload = streamed.to_string();
+    let mut conn = TcpStream::connect(server.addr()).unwrap();
+    write!(
+        conn,
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{payload}",
+        payload.len()
+    )
+    .unwrap();
+    let mut reader = BufReader::new(conn.try_clone().unwrap());
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(reader.read_line(&mut line).unwrap() > 0, "stream ended");
+        if line.starts_with("data: ") && seen(&line) {
+            return conn;
+        }
+    }
+}
+
+#[test]
+fn a_client_that_leaves_a_stream_has_its_sequence_dropped() {
+    let server = tiny_server(ServeConfig::default());
+    let conn = open_stream(&server, &long_request(4000));
+    assert_eq!(server.stats().running, 1);
+    conn.shutdown(std::net::Shutdown::Both).unwrap();
+    drop(conn);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while server.stats().cancelled == 0 {
+        let stats = server.stats();
+        assert_eq!(stats.finished, 0, "the abandoned sequence ran to its end");
+        assert!(
+            Instant::now() < deadline,
+            "the abandoned sequence was never cancelled: {stats:?}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let stats = server.stats();
+    assert_eq!((stats.cancelled, stats.running, stats.queued), (1, 0, 0));
+    assert_eq!(stats.finished, 0, "the abandoned sequence ran to its end");
+    // The server goes on serving.
+    let (status, v) = chat(&server, &long_request(4));
+    assert_eq!(status, 200, "{v}");
+}
+
+#[test]
+fn a_waiting_request_whose_client_leaves_leaves_the_queue() {
+    let server = tiny_server(ServeConfig {
+        max_batch: 1,
+        ..ServeConfig::default()
+    });
+    let running = open_stream(&server, &long_request(4000));
+    // The second waits for the row (its stream is open: the role chunk came).
+    let waiting = open_stream_until(&server, &long_request(4000), |l| l.contains("role"));
+    let stats = server.stats();
+    assert_eq!((stats.queued, stats.running), (2, 1));
+    drop(waiting);
+    // Seen once hyper notices the closed connection, at the next step.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while server.stats().cancelled == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the waiting request was never dropped"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let stats = server.stats();
+    assert_eq!(
+        (stats.queued, stats.running, stats.cancelled, stats.finished),
+        (1, 1, 1, 0),
+        "only the waiting request left"
+    );
+    drop(running);
+}
+
+#[test]
+fn a_client_that_hangs_up_on_a_plain_request_has_its_sequence_dropped() {
+    let server = tiny_server(ServeConfig::default());
+    let payload = long_request(4000).to_string();
+    let mut conn = TcpStream::connect(server.addr()).unwrap();
+    write!(
+        conn,
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{payload}",
+        payload.len()
+    )
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while server.stats().running == 0 {
+        assert!(Instant::now() < deadline, "the request never started");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    drop(conn);
+    while server.stats().cancelled == 0 {
+        let stats = server.stats();
+        assert_eq!(stats.finished, 0, "the abandoned sequence ran to its end");
+        assert!(
+            Instant::now() < deadline,
+            "the abandoned sequence was never cancelled: {stats:?}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let stats = server.stats();
+    assert_eq!((stats.cancelled, stats.running, stats.finished), (1, 0, 0));
+    let (status, v) = chat(&server, &long_request(4));
+    assert_eq!(status, 200, "{v}");
+}
+
+#[test]
+fn bad_input_is_a_400_and_the_model_keeps_serving() {
+    let server = tiny_server(ServeConfig::default());
+    let url = format!("{}/chat/completions", server.base_url());
+    let bodies = [
+        "{not json".to_string(),
+        json!({"messages": user("x"), "n": 0}).to_string(),
+        json!({"messages": user("x"), "stream": "yes"}).to_string(),
+        json!({"messages": user("x"), "stream": true, "stream_options": 3}).to_string(),
+        json!({"messages": user("x"), "max_tokens": -1}).to_string(),
+        json!({"messages": [{"role": "user", "content": 5}]}).to_string(),
+        json!({"messages": user("x"), "top_p": 2}).to_string(),
+        "[]".to_string(),
+    ];
+    for body in &bodies {
+        let mut resp = agent()
+            .post(&url)
+            .header("Content-Type", "application/json")
+            .send(body.as_str())
+            .unwrap();
+        let status = resp.status().as_u16();
+        let mut text = String::new();
+        resp.body_mut()
+            .as_reader()
+            .read_to_string(&mut text)
+            .unwrap();
+        assert_eq!(status, 400, "{body}: {text}");
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["error"]["type"], "invalid_request_error", "{v}");
+    }
+    let (status, v) = chat(&server, &long_request(4));
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(server.stats().finished, 1);
+}
