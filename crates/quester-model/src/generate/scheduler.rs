@@ -471,6 +471,25 @@ impl<'a> Scheduler<'a> {
         self.place(c.cache, logits, vec![row], capacity)
     }
 
+    /// Makes the newcomers' own cache (grown to `capacity` positions) the running batch.
+    fn start_batch(
+        &mut self,
+        mut cache: KvCache,
+        logits: Tensor,
+        rows: Vec<Row>,
+        capacity: usize,
+    ) -> Result<()> {
+        if cache.capacity() < capacity {
+            cache.retime(0, capacity)?;
+        }
+        self.batch = Some(Batch {
+            cache,
+            logits,
+            rows,
+        });
+        Ok(())
+    }
+
     /// Puts prefilled newcomers (their own cache and last-token logits, one row each) in the
     /// running batch: into finished rows' places where they fit its time axis, appended
     /// otherwise; the batch itself when there is none. `capacity`: the positions the batch
@@ -483,16 +502,7 @@ impl<'a> Scheduler<'a> {
         capacity: usize,
     ) -> Result<()> {
         let Some(batch) = self.batch.as_mut() else {
-            let mut cache = cache;
-            if cache.capacity() < capacity {
-                cache.retime(0, capacity)?;
-            }
-            self.batch = Some(Batch {
-                cache,
-                logits,
-                rows,
-            });
-            return Ok(());
+            return self.start_batch(cache, logits, rows, capacity);
         };
         // Finished rows' places, taken in place while the prefilled prompts fit the time axis.
         let mut reused = 0;
@@ -539,14 +549,7 @@ impl<'a> Scheduler<'a> {
         self.drop_finished()?;
         let Some(batch) = self.batch.as_mut() else {
             // Every running row had finished: the newcomers alone are the batch.
-            let mut cache = cache;
-            cache.retime(0, capacity)?;
-            self.batch = Some(Batch {
-                cache,
-                logits,
-                rows,
-            });
-            return Ok(());
+            return self.start_batch(cache, logits, rows, capacity);
         };
         let (mine, theirs) = batch.cache.append_rows(&cache, capacity)?;
         self.joins.appended += rows.len() as u64;

@@ -323,15 +323,7 @@ fn a_client_that_leaves_a_stream_has_its_sequence_dropped() {
     conn.shutdown(std::net::Shutdown::Both).unwrap();
     drop(conn);
     let deadline = Instant::now() + Duration::from_secs(30);
-    while server.stats().cancelled == 0 {
-        let stats = server.stats();
-        assert_eq!(stats.finished, 0, "the abandoned sequence ran to its end");
-        assert!(
-            Instant::now() < deadline,
-            "the abandoned sequence was never cancelled: {stats:?}"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_for_cancel(&server, deadline);
     let stats = server.stats();
     assert_eq!((stats.cancelled, stats.running, stats.queued), (1, 0, 0));
     assert_eq!(stats.finished, 0, "the abandoned sequence ran to its end");
@@ -387,15 +379,7 @@ fn a_client_that_hangs_up_on_a_plain_request_has_its_sequence_dropped() {
         std::thread::sleep(Duration::from_millis(1));
     }
     drop(conn);
-    while server.stats().cancelled == 0 {
-        let stats = server.stats();
-        assert_eq!(stats.finished, 0, "the abandoned sequence ran to its end");
-        assert!(
-            Instant::now() < deadline,
-            "the abandoned sequence was never cancelled: {stats:?}"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_for_cancel(&server, deadline);
     let stats = server.stats();
     assert_eq!((stats.cancelled, stats.running, stats.finished), (1, 0, 0));
     let (status, v) = chat(&server, &long_request(4));
@@ -435,4 +419,18 @@ fn bad_input_is_a_400_and_the_model_keeps_serving() {
     let (status, v) = chat(&server, &long_request(4));
     assert_eq!(status, 200, "{v}");
     assert_eq!(server.stats().finished, 1);
+}
+
+/// Waits (until `deadline`) for the server to cancel an abandoned sequence, which must not
+/// have run to its end meanwhile.
+fn wait_for_cancel(server: &ServerHandle, deadline: Instant) {
+    while server.stats().cancelled == 0 {
+        let stats = server.stats();
+        assert_eq!(stats.finished, 0, "the abandoned sequence ran to its end");
+        assert!(
+            Instant::now() < deadline,
+            "the abandoned sequence was never cancelled: {stats:?}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
