@@ -297,13 +297,7 @@ fn open_stream_until(server: &ServerHandle, body: &Value, seen: fn(&str) -> bool
     let mut streamed = body.clone();
     streamed["stream"] = json!(true);
     let payload = streamed.to_string();
-    let mut conn = TcpStream::connect(server.addr()).unwrap();
-    write!(
-        conn,
-        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{payload}",
-        payload.len()
-    )
-    .unwrap();
+    let conn = post_raw(server, &payload);
     let mut reader = BufReader::new(conn.try_clone().unwrap());
     let mut line = String::new();
     loop {
@@ -366,13 +360,7 @@ fn a_waiting_request_whose_client_leaves_leaves_the_queue() {
 fn a_client_that_hangs_up_on_a_plain_request_has_its_sequence_dropped() {
     let server = tiny_server(ServeConfig::default());
     let payload = long_request(4000).to_string();
-    let mut conn = TcpStream::connect(server.addr()).unwrap();
-    write!(
-        conn,
-        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{payload}",
-        payload.len()
-    )
-    .unwrap();
+    let conn = post_raw(&server, &payload);
     let deadline = Instant::now() + Duration::from_secs(30);
     while server.stats().running == 0 {
         assert!(Instant::now() < deadline, "the request never started");
@@ -433,4 +421,16 @@ fn wait_for_cancel(server: &ServerHandle, deadline: Instant) {
         );
         std::thread::sleep(Duration::from_millis(5));
     }
+}
+
+/// A connection that has sent `payload` as a chat-completions request, its answer unread.
+fn post_raw(server: &ServerHandle, payload: &str) -> TcpStream {
+    let mut conn = TcpStream::connect(server.addr()).unwrap();
+    write!(
+        conn,
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{payload}",
+        payload.len()
+    )
+    .unwrap();
+    conn
 }
