@@ -277,8 +277,11 @@ impl Plan {
             quester_config::set_dotted(&mut table, &format!("eval.{key}"), value.clone())
                 .map_err(config_err)?;
         }
-        let fixed: [(&str, toml::Value); 5] = [
+        let fixed: [(&str, toml::Value); 6] = [
             ("training.seed", toml::Value::Integer(seed as i64)),
+            // A training step of a plan is minutes to an hour on a CPU: a killed plan resumes
+            // from the step it was in, not from a cadence's last multiple.
+            ("training.checkpoint_every", toml::Value::Integer(1)),
             ("eval.at_start", toml::Value::Boolean(false)),
             ("eval.at_end", toml::Value::Boolean(false)),
             ("eval.every", toml::Value::Integer(0)),

@@ -216,6 +216,8 @@ impl Runner {
                     self.plan.config(run, seed)?
                 }
             };
+            // How often a run saves does not touch its results.
+            now.training.checkpoint_every = old.training.checkpoint_every;
             if let Unit::Untrained { .. } = unit {
                 // The training budget does not touch an untrained evaluation.
                 now.training.steps = old.training.steps;

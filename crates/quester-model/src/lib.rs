@@ -31,9 +31,9 @@ pub mod generate;
 pub mod score;
 
 pub use generate::{
-    generate, generate_continuous, generate_continuous_with_progress, generate_with, FinishReason,
-    GenerationOutput, GenerationRequest, Orders, Progress, SamplingParams, Scaffold, StepReport,
-    TemperatureSwitch,
+    generate, generate_continuous, generate_continuous_with_progress, generate_with,
+    scheduler::SchedulerConfig, FinishReason, GenerationOutput, GenerationRequest, Orders,
+    Progress, SamplingParams, Scaffold, StepReport, TemperatureSwitch,
 };
 pub use score::{score, ScoreOutput};
 

@@ -403,6 +403,12 @@ fn a_killed_experiment_resumes_without_repeating_or_losing_a_unit() {
     assert_eq!(log2.skipped.len(), 3);
     assert_eq!(log2.executed, ["lamer seed 3: eval", "grpo seed 3: train"]);
     assert!(!second.is_done(&Unit::Train { run: 1, seed: 3 }));
+    // A plan's run saves after every step, whatever its preset's cadence (2 here).
+    let (_, saved) = quester_train::run_dir::RunDir::new(&second.seed_dir(1, 3).join("train"))
+        .latest_checkpoint()
+        .unwrap()
+        .expect("a checkpoint after the one step done");
+    assert_eq!(saved.step, 1);
     // ... and started again: it continues the unit it was in and repeats nothing.
     let mut third = Runner::new(p, &dir);
     third.progress = false;

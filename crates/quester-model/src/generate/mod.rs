@@ -113,8 +113,9 @@ pub struct StepReport {
 /// Continuous generation driven by the caller: `first` is submitted, then after every token
 /// step `on_step` gets the requests that ended in it (with their keys, possibly none) and
 /// answers with [`Orders`]: requests to add, which join the running batch at the next step,
-/// and requests to drop. Returns once nothing waits or runs. At most `max_rows` sequences
-/// decode at once; the rest wait. `weights`: a snapshot of `model`'s matrices packed earlier
+/// and requests to drop. Returns once nothing waits or runs. At most `limits.max_rows`
+/// sequences decode at once; the rest wait. A step prefills at most `limits.prefill_tokens`
+/// prompt tokens, a longer prompt a chunk of that many per step between decoding steps. `weights`: a snapshot of `model`'s matrices packed earlier
 /// (see [`generate_with`]), or None to pack them for this call where that pays off.
 ///
 /// A request's response does not depend on when it was submitted or what else runs (each
@@ -123,12 +124,12 @@ pub fn generate_continuous<E: From<ModelError>>(
     model: &Model,
     weights: Option<&DecodeWeights>,
     tokenizer: &Tokenizer,
-    max_rows: usize,
+    limits: SchedulerConfig,
     first: Vec<(u64, GenerationRequest)>,
     on_step: &mut dyn FnMut(Vec<(u64, GenerationOutput)>) -> std::result::Result<Orders, E>,
 ) -> std::result::Result<(), E> {
     let opts = DriveOptions {
-        max_rows,
+        limits,
         progress: false,
     };
     start(
@@ -147,22 +148,22 @@ pub fn generate_continuous_with_progress<E: From<ModelError>>(
     model: &Model,
     weights: Option<&DecodeWeights>,
     tokenizer: &Tokenizer,
-    max_rows: usize,
+    limits: SchedulerConfig,
     first: Vec<(u64, GenerationRequest)>,
     on_step: &mut dyn FnMut(StepReport) -> std::result::Result<Orders, E>,
 ) -> std::result::Result<(), E> {
     let opts = DriveOptions {
-        max_rows,
+        limits,
         progress: true,
     };
     start(model, weights, tokenizer, opts, first, on_step)
 }
 
-/// How [`drive`] runs: the most sequences decoding at once, and whether each step reports
-/// the running sequences' new tokens.
-#[derive(Debug, Clone, Copy)]
+/// How [`drive`] runs: the running batch's limits, and whether each step reports the running
+/// sequences' new tokens.
+#[derive(Debug, Clone)]
 struct DriveOptions {
-    max_rows: usize,
+    limits: SchedulerConfig,
     progress: bool,
 }
 
@@ -225,11 +226,7 @@ fn drive<E: From<ModelError>>(
         Weights::Packed(w) => Some(w),
         Weights::Pack | Weights::Unpacked => None,
     };
-    let config = SchedulerConfig {
-        max_rows: opts.max_rows,
-        prefill_tokens: usize::MAX,
-    };
-    let mut s = Scheduler::new(model, packed, tokenizer, config)?.with_awake(awake);
+    let mut s = Scheduler::new(model, packed, tokenizer, opts.limits.clone())?.with_awake(awake);
     let mut live = Live::default();
     live.submit(&mut s, first)?;
     while !s.is_idle() {
@@ -329,7 +326,11 @@ fn run(
         weights,
         tokenizer,
         DriveOptions {
-            max_rows: requests.len(),
+            // A static batch: everything at once, as one prefill.
+            limits: SchedulerConfig {
+                max_rows: requests.len(),
+                prefill_tokens: usize::MAX,
+            },
             progress: false,
         },
         first,

@@ -329,7 +329,15 @@ impl<'a> Scheduler<'a> {
         batch.rows = keep.iter().filter_map(|&r| old[r].take()).collect();
         let idx: Vec<u32> = keep.iter().map(|&r| r as u32).collect();
         let idx = Tensor::from_vec(idx, keep.len(), self.model.device())?;
+        let t = std::time::Instant::now();
         batch.cache.select_rows(&idx)?;
+        tracing::debug!(
+            rows = keep.len(),
+            len = batch.cache.len(),
+            capacity = batch.cache.capacity(),
+            ms = t.elapsed().as_secs_f64() * 1e3,
+            "kv cache rows removed"
+        );
         batch.logits = batch.logits.index_select(&idx, 0)?;
         let lead = batch
             .rows
@@ -399,11 +407,18 @@ impl<'a> Scheduler<'a> {
         } else {
             capacity
         };
+        let t = std::time::Instant::now();
         let Prefill {
             cache,
             logits,
             key_mask,
         } = prefill(self.model, self.packed, &prompts, own)?;
+        tracing::debug!(
+            prompts = prompts.len(),
+            tokens,
+            ms = t.elapsed().as_secs_f64() * 1e3,
+            "prefilled"
+        );
         let rows: Vec<Row> = new
             .into_iter()
             .zip(key_mask)
@@ -551,7 +566,16 @@ impl<'a> Scheduler<'a> {
             // Every running row had finished: the newcomers alone are the batch.
             return self.start_batch(cache, logits, rows, capacity);
         };
+        let t = std::time::Instant::now();
         let (mine, theirs) = batch.cache.append_rows(&cache, capacity)?;
+        tracing::debug!(
+            rows = batch.rows.len(),
+            new = rows.len(),
+            len = batch.cache.len(),
+            capacity = batch.cache.capacity(),
+            ms = t.elapsed().as_secs_f64() * 1e3,
+            "kv cache rows appended"
+        );
         self.joins.appended += rows.len() as u64;
         batch.logits = Tensor::cat(&[&batch.logits, &logits], 0)?;
         let pad = |m: &mut Vec<u32>, n: usize| {
@@ -587,7 +611,16 @@ fn decode(model: &Model, packed: Option<&DecodeWeights>, batch: &mut Batch) -> R
             .map(|r| r.key_mask.iter().take_while(|&&m| m == 0).count())
             .min()
             .unwrap_or(0);
+        let t = std::time::Instant::now();
         cache.retime(lead, cache.len() - lead + more.max(1))?;
+        tracing::debug!(
+            rows = batch.rows.len(),
+            len = cache.len(),
+            capacity = cache.capacity(),
+            lead,
+            ms = t.elapsed().as_secs_f64() * 1e3,
+            "kv cache grown"
+        );
         for r in &mut batch.rows {
             r.key_mask.drain(..lead.min(r.key_mask.len()));
         }
@@ -605,7 +638,14 @@ fn decode(model: &Model, packed: Option<&DecodeWeights>, batch: &mut Batch) -> R
         .collect();
     let real: Vec<u32> = batch.rows.iter().map(|r| r.real).collect();
     let step = Tensor::from_vec(next, (batch.rows.len(), 1), model.device())?;
+    let t = std::time::Instant::now();
     batch.logits = model.forward_cached_with(&step, &masks, &real, cache, packed)?;
+    tracing::trace!(
+        rows = batch.rows.len(),
+        len = cache.len(),
+        ms = t.elapsed().as_secs_f64() * 1e3,
+        "decoded"
+    );
     // The rows' state moves on only once the forward pass has succeeded.
     for (r, m) in batch.rows.iter_mut().zip(masks) {
         r.key_mask = m;

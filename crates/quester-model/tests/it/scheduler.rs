@@ -295,7 +295,10 @@ fn caller_driven_generation_gives_each_request_its_own_response() {
         &m.model,
         Some(&packed),
         &m.tokenizer,
-        3,
+        SchedulerConfig {
+            max_rows: 3,
+            prefill_tokens: usize::MAX,
+        },
         (0..n).zip(reqs.iter().cloned()).collect(),
         &mut |done| {
             steps += 1;
@@ -351,7 +354,10 @@ fn a_key_submitted_twice_while_live_is_an_error() {
         &m.model,
         None,
         &m.tokenizer,
-        4,
+        SchedulerConfig {
+            max_rows: 4,
+            prefill_tokens: usize::MAX,
+        },
         vec![(7, r.clone()), (7, r)],
         &mut |_| Ok(Default::default()),
     )
@@ -470,5 +476,40 @@ fn a_long_prompt_is_prefilled_in_chunks_between_decoding_steps() {
             .unwrap()
             .remove(0);
         assert_same(&got.remove(&id).unwrap(), &alone, &format!("sequence {id}"));
+    }
+}
+
+/// Prompts of very different lengths are prefilled in groups of similar length, joined
+/// right-aligned: each response and its log-probs are the ones the prompt gets alone, and they
+/// come back in the requests' order.
+#[test]
+fn prompts_of_mixed_lengths_prefilled_in_groups_answer_as_alone() {
+    let m = tiny();
+    let packed = DecodeWeights::new(&m.model).unwrap();
+    let sampled = |seed: u64| SamplingParams {
+        temperature: 1.1,
+        max_new_tokens: 9,
+        seed,
+        ..Default::default()
+    };
+    let texts = [
+        "a",
+        "a long prompt that runs on and on, far longer than the short ones beside it here",
+        "mid length prompt of some words",
+        "a long prompt that runs on and on, far longer than the short ones beside it too",
+        "b c",
+        "mid length prompt, other words",
+    ];
+    let reqs: Vec<GenerationRequest> = texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| request(&m, t, sampled(i as u64)))
+        .collect();
+    let together = generate_with(&m.model, &packed, &m.tokenizer, &reqs).unwrap();
+    for (i, r) in reqs.iter().enumerate() {
+        let alone = generate_with(&m.model, &packed, &m.tokenizer, std::slice::from_ref(r))
+            .unwrap()
+            .remove(0);
+        assert_same(&together[i], &alone, &format!("request {i}"));
     }
 }

@@ -49,6 +49,11 @@ pub struct ModelSection {
     pub train: TrainMode,
     /// Maximum new tokens per response.
     pub max_response_tokens: usize,
+    /// Prompt tokens the native model prefills per token step while others decode (prompts
+    /// are admitted together up to this many, a longer one is prefilled a chunk per step), so
+    /// a long prompt does not stall the running sequences for its whole prefill; 0 = no
+    /// limit (every waiting prompt at once).
+    pub prefill_chunk_tokens: usize,
     /// Candidate responses of the tabular policy.
     pub tabular_candidates: Vec<String>,
     /// The tabular policy's optimiser: Adam (true) or plain SGD.
@@ -69,6 +74,7 @@ impl Default for ModelSection {
             precision: quester_model::PrecisionChoice::F32,
             train: TrainMode::Lora,
             max_response_tokens: 1024,
+            prefill_chunk_tokens: 0,
             tabular_candidates: Vec::new(),
             tabular_adam: true,
             lora: quester_model::LoraConfig::default(),

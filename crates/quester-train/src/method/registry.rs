@@ -145,7 +145,8 @@ impl TrainConfig {
     }
 
     /// Whether `saved` (a run's config.resolved.toml) is this config: the same text, or a file
-    /// of an older layout that resolves to the same config (resume of an older run).
+    /// of an older layout that resolves to the same config (resume of an older run). The
+    /// checkpoint cadence may differ.
     pub fn matches_saved(&self, saved: &str) -> Result<bool, TrainError> {
         let text = self.to_toml()?;
         if saved == text {
@@ -157,9 +158,13 @@ impl TrainConfig {
         if migrate::rename_table(&mut table).is_err() {
             return Ok(false);
         }
+        // How often a run saves does not touch its results: a resumed run may change it.
         Ok(Self::resolve_table(table)
             .ok()
-            .and_then(|old| old.to_toml().ok())
+            .and_then(|mut old| {
+                old.training.checkpoint_every = self.training.checkpoint_every;
+                old.to_toml().ok()
+            })
             .is_some_and(|old| old == text))
     }
 

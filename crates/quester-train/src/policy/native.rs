@@ -66,6 +66,9 @@ pub(crate) struct NativePolicy {
     pub(crate) template: ChatTemplate,
     pub(crate) pad_id: u32,
     pub(crate) micro_batch: MicroBatchLimits,
+    /// Prompt tokens prefilled per token step of continuous generation (`model.prefill_chunk_tokens`;
+    /// usize::MAX for no limit).
+    prefill_tokens: usize,
     /// The frozen reference of the KL penalty (only when `algorithm.loss.kl_coef > 0`): the base
     /// model under LoRA (its weights never change), a copy of the initial weights otherwise.
     reference: Option<Model>,
@@ -264,6 +267,10 @@ impl NativePolicy {
             } else {
                 MicroBatchLimits::rows(cfg.training.micro_batch.max(1))
             },
+            prefill_tokens: match cfg.model.prefill_chunk_tokens {
+                0 => usize::MAX,
+                n => n,
+            },
             reference,
             decode: Mutex::new(None),
         })
@@ -377,7 +384,10 @@ impl Policy for NativePolicy {
             &this.step.model().0,
             weights.as_deref(),
             &this.tokenizer,
-            usize::MAX,
+            quester_model::SchedulerConfig {
+                max_rows: usize::MAX,
+                prefill_tokens: this.prefill_tokens,
+            },
             first,
             &mut |report| {
                 let finished = report

@@ -110,6 +110,17 @@ fn a_fresh_run_refuses_a_used_directory_and_resume_refuses_another_config() {
     other.algorithm.advantage.traj_gamma = 0.5;
     let e = quester_train::train(&other, &dir, true).unwrap_err();
     assert!(e.to_string().contains("config differs"), "{e}");
+    // The checkpoint cadence is not part of what a run computes: a resume may change it.
+    let mut cadence = c.clone();
+    cadence.training.checkpoint_every = c.training.checkpoint_every + 1;
+    cadence.training.steps = 2;
+    let e = quester_train::train(&cadence, &dir, true).unwrap_err();
+    assert!(
+        e.to_string().contains("config differs"),
+        "steps still count: {e}"
+    );
+    cadence.training.steps = 1;
+    quester_train::train(&cadence, &dir, true).unwrap();
 }
 
 /// The config.resolved.toml an older version wrote for `text` (the new layout): every key at
