@@ -4,7 +4,8 @@
 # greedy, non-streamed. Ours decodes up to SLOTS sequences at once with continuous batching;
 # llama-server runs SLOTS parallel slots with --cont-batching. Prints each side's completion
 # tokens/s with p50 and p99 latency, then the throughput ratio.
-# Ours serves the default model (this GGUF) at the default precision.
+# Ours serves the default model (this GGUF) at the default precision; QUESTER_ARGS adds flags
+# (QUESTER_ARGS="--set model.precision=bf16"), SERVER_ARGS adds llama-server's.
 # Usage: bench/serve.sh [C=32] [R=8] [SLOTS=32]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,7 +41,7 @@ load() {
 }
 
 P=$(port)
-RAYON_NUM_THREADS=$THREADS "$BIN" serve --addr "127.0.0.1:$P" --max-batch "$SLOTS" --max-queue $((C * 2)) \
+RAYON_NUM_THREADS=$THREADS "$BIN" serve --addr "127.0.0.1:$P" --max-batch "$SLOTS" --max-queue $((C * 2)) ${QUESTER_ARGS:-} \
   >"$TMP/quester.log" 2>&1 &
 SPID=$!
 wait_up "http://127.0.0.1:$P/v1" quester
