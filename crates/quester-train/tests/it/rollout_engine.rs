@@ -403,6 +403,12 @@ fn continuous_trials_equal_lockstep_trials_on_the_native_model() {
     let continuous = run_trials(native.as_mut(), &bandit, &reqs, &s, None).unwrap();
     let mut lockstep = Lockstep(quester_train::api::build_policy(&c).unwrap());
     let rounds = run_trials(&mut lockstep, &bandit, &reqs, &s, None).unwrap();
+    // A prompt budget of 5 tokens a step: every prompt is prefilled in chunks between the
+    // other trials' decoding steps, and nothing changes.
+    let mut chunked_cfg = c.clone();
+    chunked_cfg.model.prefill_chunk_tokens = 5;
+    let mut chunked = quester_train::api::build_policy(&chunked_cfg).unwrap();
+    let chunked = run_trials(chunked.as_mut(), &bandit, &reqs, &s, None).unwrap();
     let lengths: std::collections::BTreeSet<usize> = continuous
         .iter()
         .flat_map(|t| t.samples.iter().map(|x| x.response_ids.len()))
@@ -412,7 +418,8 @@ fn continuous_trials_equal_lockstep_trials_on_the_native_model() {
         "responses of too few lengths: {lengths:?}"
     );
     assert_eq!(continuous.len(), rounds.len());
-    for (a, b) in continuous.iter().zip(&rounds) {
+    assert_eq!(chunked.len(), rounds.len());
+    for (a, b) in continuous.iter().chain(&chunked).zip(rounds.iter().cycle()) {
         assert_eq!(a.samples.len(), b.samples.len(), "trial {}", a.task_id);
         for (x, y) in a.samples.iter().zip(&b.samples) {
             assert_eq!(x.prompt, y.prompt);
