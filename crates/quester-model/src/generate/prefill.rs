@@ -158,7 +158,7 @@ mod tests {
     fn prompts_of_similar_length_share_a_group_longest_first() {
         let lens = [40, 150, 140, 45, 150, 60, 131, 132];
         let prompts: Vec<Vec<u32>> = lens.iter().map(|&n| vec![1; n]).collect();
-        let refs: Vec<&[u32]> = prompts.iter().map(|p| p.as_slice()).collect();
+        let refs: Vec<&[u32]> = prompts.iter().map(Vec::as_slice).collect();
         // 132 is within 7/8 of 150, 131 is not (131 * 8 < 150 * 7); 40 is within 7/8 of 45.
         assert_eq!(
             length_groups(&refs),
