@@ -30,6 +30,11 @@ pub struct IfevalArgs {
     /// Where the native model runs: cpu, cuda or cuda:N.
     #[arg(long, default_value = "cpu")]
     pub device: String,
+    /// How the model's products multiply: f32 (the reference run's), bf16 (faster where the
+    /// CPU has AVX512-BF16; greedy answers can differ) or auto (bf16 where it is faster). Not
+    /// for --checkpoint, which keeps its run's setting.
+    #[arg(long, default_value = "f32", value_parser = parse_precision, conflicts_with = "checkpoint")]
+    pub precision: quester_model::PrecisionChoice,
     /// New-token limit per response (lm-evaluation-harness: 1280).
     #[arg(long, default_value_t = 1280)]
     pub max_new_tokens: usize,
@@ -69,6 +74,7 @@ pub fn run(args: IfevalArgs) -> anyhow::Result<()> {
                 (None, None) => PolicySource::Model {
                     path: args.model,
                     device: args.device,
+                    precision: args.precision,
                 },
             },
             max_new_tokens: args.max_new_tokens,
@@ -96,4 +102,9 @@ pub fn run(args: IfevalArgs) -> anyhow::Result<()> {
     );
     println!("written to {}", run.out.display());
     Ok(())
+}
+
+fn parse_precision(v: &str) -> Result<quester_model::PrecisionChoice, String> {
+    serde_json::from_value(serde_json::Value::String(v.to_string()))
+        .map_err(|_| format!("{v}: allowed f32, bf16, auto"))
 }

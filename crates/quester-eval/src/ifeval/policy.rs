@@ -20,9 +20,11 @@ pub enum PolicySource {
     /// weights, on `device` (cpu, cuda or cuda:N).
     Checkpoint { path: PathBuf, device: String },
     /// A GGUF file or Hugging Face folder; `None`: the default model (fetched if missing).
+    /// `precision`: how its products multiply (`model.precision`).
     Model {
         path: Option<PathBuf>,
         device: String,
+        precision: quester_model::PrecisionChoice,
     },
 }
 
@@ -62,10 +64,15 @@ pub(crate) fn build(source: &PolicySource) -> Result<(Box<dyn Policy>, String), 
                 format!("checkpoint {}", dir.display()),
             ))
         }
-        PolicySource::Model { path, device } => {
+        PolicySource::Model {
+            path,
+            device,
+            precision,
+        } => {
             let mut cfg = TrainConfig::default();
             cfg.model.train = TrainMode::Full;
             cfg.model.device = device.clone();
+            cfg.model.precision = *precision;
             if let Some(m) = path {
                 cfg.model.path = m.display().to_string();
             }
@@ -73,6 +80,10 @@ pub(crate) fn build(source: &PolicySource) -> Result<(Box<dyn Policy>, String), 
             let what = match path {
                 Some(m) => format!("model {}", m.display()),
                 None => "default model (SmolLM2-135M-Instruct)".to_string(),
+            };
+            let what = match precision {
+                quester_model::PrecisionChoice::F32 => what,
+                other => format!("{what}, precision {other:?}"),
             };
             Ok((Box::new(Untrained(p)), what))
         }
