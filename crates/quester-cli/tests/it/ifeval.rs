@@ -158,3 +158,16 @@ fn the_default_model_answers_and_a_partial_run_continues() {
     assert!(e.contains("other settings"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_bad_precision_names_the_allowed_ones() {
+    let err = fails(quester(&[
+        "evaluate",
+        "ifeval",
+        "--precision",
+        "f16",
+        "--limit",
+        "1",
+    ]));
+    assert!(err.contains("f16: allowed f32, bf16, auto"), "{err}");
+}
