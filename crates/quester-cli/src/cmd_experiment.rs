@@ -15,6 +15,12 @@ pub struct ExperimentArgs {
     /// same directory continues where it stopped.
     #[arg(long)]
     pub dir: Option<PathBuf>,
+    /// A directory that outlives --dir (committed, or on durable storage): every finished
+    /// evaluation is copied there with its training run's small files (no checkpoints), and
+    /// the aggregate too; a machine that has only this directory restores those units instead
+    /// of running them again.
+    #[arg(long)]
+    pub keep: Option<PathBuf>,
     /// Only aggregate what has finished (tables, plots, report); run nothing.
     #[arg(long)]
     pub aggregate_only: bool,
@@ -30,6 +36,10 @@ pub fn run(args: ExperimentArgs) -> anyhow::Result<()> {
         .clone()
         .unwrap_or_else(|| PathBuf::from("runs/experiments").join(&plan.name));
     let mut runner = Runner::new(plan, &dir);
+    runner.keep = args.keep.clone();
+    runner
+        .restore_kept()
+        .with_context(|| format!("restoring kept units into {}", dir.display()))?;
     if args.dry_run {
         let mut out = std::io::stdout().lock();
         for unit in runner.units() {
@@ -74,6 +84,12 @@ pub fn run(args: ExperimentArgs) -> anyhow::Result<()> {
     }
     let summary = aggregate(&runner).context("aggregating the experiment")?;
     let out = write_outputs(&summary, &dir).context("writing the experiment's results")?;
+    if let Some(keep) = &args.keep {
+        write_outputs(&summary, keep).context("writing the experiment's results")?;
+        let plan_copy = keep.join("plan.toml");
+        std::fs::write(&plan_copy, &runner.plan().text)
+            .with_context(|| format!("writing {}", plan_copy.display()))?;
+    }
     print!("{}", std::fs::read_to_string(&out.markdown)?);
     println!("\nreport: {}", out.html.display());
     Ok(())

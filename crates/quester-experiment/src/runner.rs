@@ -13,6 +13,13 @@
 //! <run>/seed-<s>/eval/             the trained policy's evaluation
 //! results.md, summary.json, plots/, report.html   the aggregate (rewritten after every unit)
 //! ```
+//!
+//! A keep directory ([`Runner::keep`]) outlives the experiment directory: every finished
+//! evaluation is copied there with the small files of the training run it evaluated (marker,
+//! config, metrics; no checkpoints), in the same layout. A fresh machine that has only the keep
+//! directory (committed, or on durable storage) restores those units instead of running them
+//! again. A training run is kept only together with its evaluation, since without its
+//! checkpoint it could not be evaluated.
 
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
@@ -71,7 +78,16 @@ pub struct Runner {
     pub stop_after_units: Option<usize>,
     /// Stop each training unit after this many steps in this call (a kill inside a unit).
     pub stop_after_steps: Option<usize>,
+    /// Where finished units are also kept, and restored from (see the module's doc).
+    pub keep: Option<PathBuf>,
 }
+
+/// The files of an evaluation directory a keep directory holds (`trajectories.jsonl` when the
+/// evaluation wrote one).
+const EVAL_FILES: [&str; 3] = ["eval.json", api::EVAL_TASKS_FILE, EVAL_CONFIG];
+const EVAL_TRAJECTORIES: &str = "trajectories.jsonl";
+/// The training run's CSV metrics, kept beside the JSON ones when present.
+const METRICS_CSV: &str = "metrics.csv";
 
 impl Runner {
     pub fn new(plan: Plan, dir: &Path) -> Self {
@@ -81,6 +97,7 @@ impl Runner {
             progress: true,
             stop_after_units: None,
             stop_after_steps: None,
+            keep: None,
         }
     }
 
@@ -122,23 +139,118 @@ impl Runner {
 
     /// The directory of run `run` with seed `seed`.
     pub fn seed_dir(&self, run: usize, seed: u64) -> PathBuf {
-        self.dir
-            .join(&self.plan.runs[run].name)
-            .join(format!("seed-{seed}"))
+        self.dir.join(self.seed_rel(run, seed))
+    }
+
+    fn seed_rel(&self, run: usize, seed: u64) -> PathBuf {
+        Path::new(&self.plan.runs[run].name).join(format!("seed-{seed}"))
     }
 
     /// Where a unit's evaluation lands (for `Eval` and `Untrained`).
     pub fn eval_dir(&self, unit: &Unit) -> PathBuf {
+        self.dir.join(self.eval_rel(unit))
+    }
+
+    fn eval_rel(&self, unit: &Unit) -> PathBuf {
         match unit {
-            Unit::Untrained { run } => self
-                .dir
-                .join(&self.plan.runs[*run].name)
+            Unit::Untrained { run } => Path::new(&self.plan.runs[*run].name)
                 .join("untrained")
                 .join("eval"),
             Unit::Train { run, seed } | Unit::Eval { run, seed } => {
-                self.seed_dir(*run, *seed).join("eval")
+                self.seed_rel(*run, *seed).join("eval")
             }
         }
+    }
+
+    /// The files a keep directory holds for a finished unit, relative to the experiment
+    /// directory, each with whether it must be there. A training unit has none of its own: it
+    /// is kept with its evaluation.
+    fn kept_files(&self, unit: &Unit) -> Vec<(PathBuf, bool)> {
+        let (Unit::Untrained { .. } | Unit::Eval { .. }) = unit else {
+            return Vec::new();
+        };
+        let eval = self.eval_rel(unit);
+        let mut files: Vec<(PathBuf, bool)> = EVAL_FILES
+            .iter()
+            .map(|f| (eval.join(f), true))
+            .chain([(eval.join(EVAL_TRAJECTORIES), false)])
+            .collect();
+        if let Unit::Eval { run, seed } = *unit {
+            // The training run's config (for the config check) and its metrics (the curves).
+            let seed_rel = self.seed_rel(run, seed);
+            let train = RunDir::new(&seed_rel.join("train"));
+            files.extend([
+                (seed_rel.join("trained.json"), true),
+                (train.config_path(), true),
+                (train.metrics_jsonl(), true),
+                (train.path().join(METRICS_CSV), false),
+            ]);
+        }
+        files
+    }
+
+    /// Whether the keep directory holds every required file of a finished unit.
+    pub fn is_kept(&self, unit: &Unit) -> bool {
+        let Some(keep) = &self.keep else {
+            return false;
+        };
+        let files = self.kept_files(unit);
+        !files.is_empty()
+            && files
+                .iter()
+                .all(|(rel, required)| !required || keep.join(rel).is_file())
+    }
+
+    /// Copies the kept units that the experiment directory lacks back into it (an evaluation
+    /// with its training run's marker, config and metrics); returns their labels.
+    pub fn restore_kept(&self) -> Result<Vec<String>, ExperimentError> {
+        let Some(keep) = &self.keep else {
+            return Ok(Vec::new());
+        };
+        let mut restored = Vec::new();
+        for unit in self.units() {
+            if self.is_done(&unit) || !self.is_kept(&unit) {
+                continue;
+            }
+            for (rel, _) in self.kept_files(&unit) {
+                let from = keep.join(&rel);
+                if from.is_file() {
+                    copy_atomic(&from, &self.dir.join(&rel))?;
+                }
+            }
+            if let Unit::Eval { run, seed } = unit {
+                restored.push(self.label(&Unit::Train { run, seed }));
+            }
+            restored.push(self.label(&unit));
+        }
+        if !restored.is_empty() {
+            tracing::info!(
+                "experiment {}: restored {} finished units from {}",
+                self.plan.name,
+                restored.len(),
+                keep.display()
+            );
+        }
+        Ok(restored)
+    }
+
+    /// Copies a finished unit's kept files into the keep directory.
+    fn keep_unit(&self, unit: &Unit) -> Result<(), ExperimentError> {
+        let Some(keep) = &self.keep else {
+            return Ok(());
+        };
+        for (rel, required) in self.kept_files(unit) {
+            let from = self.dir.join(&rel);
+            if from.is_file() {
+                copy_atomic(&from, &keep.join(&rel))?;
+            } else if required {
+                return Err(ExperimentError::results(
+                    &from,
+                    "missing from a finished unit",
+                ));
+            }
+        }
+        Ok(())
     }
 
     fn trained_marker(&self, run: usize, seed: u64) -> PathBuf {
@@ -232,7 +344,14 @@ impl Runner {
 
     /// Runs every unit not yet done, in order.
     pub fn run(&mut self) -> Result<RunLog, ExperimentError> {
+        self.restore_kept()?;
         self.check_unchanged()?;
+        // Units finished before a keep directory was named are kept now.
+        for unit in self.units() {
+            if self.keep.is_some() && self.is_done(&unit) && !self.is_kept(&unit) {
+                self.keep_unit(&unit)?;
+            }
+        }
         std::fs::create_dir_all(&self.dir).map_err(|e| ExperimentError::io(&self.dir, e))?;
         let plan_copy = self.dir.join("plan.toml");
         std::fs::write(&plan_copy, &self.plan.text)
@@ -290,6 +409,7 @@ impl Runner {
                 log.interrupted = true;
                 break;
             }
+            self.keep_unit(unit)?;
             eta.record(is_train(unit), episodes[i], t.elapsed().as_secs_f64());
             bar.inc(1);
         }
@@ -401,6 +521,18 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ExperimentEr
     let tmp = path.with_extension("tmp");
     std::fs::write(&tmp, bytes).map_err(|e| ExperimentError::io(&tmp, e))?;
     std::fs::rename(&tmp, path).map_err(|e| ExperimentError::io(path, e))
+}
+
+/// Copies a file to `to` through a temporary file and a rename.
+fn copy_atomic(from: &Path, to: &Path) -> Result<(), ExperimentError> {
+    if let Some(parent) = to.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| ExperimentError::io(parent, e))?;
+    }
+    let mut tmp = to.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    std::fs::copy(from, &tmp).map_err(|e| ExperimentError::io(from, e))?;
+    std::fs::rename(&tmp, to).map_err(|e| ExperimentError::io(to, e))
 }
 
 /// `1 h 02 min`, `12 min 05 s`, `40 s`.

@@ -433,6 +433,55 @@ fn a_killed_experiment_resumes_without_repeating_or_losing_a_unit() {
     assert_eq!(rows.len(), 4);
 }
 
+/// A machine that keeps only the keep directory (a fresh checkout of a repository it was
+/// committed to) restores the finished evaluations with their training runs, runs again the
+/// training whose evaluation had not finished (its checkpoints are gone), and ends with the
+/// uninterrupted experiment's figures.
+#[test]
+fn a_fresh_machine_with_only_the_keep_directory_skips_the_kept_units() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = plan(tmp.path());
+    let mut whole = Runner::new(p.clone(), &tmp.path().join("whole"));
+    whole.progress = false;
+    whole.run().unwrap();
+    let reference = aggregate(&whole).unwrap();
+
+    let keep = tmp.path().join("kept");
+    let mut first = Runner::new(p.clone(), &tmp.path().join("machine-1"));
+    first.progress = false;
+    first.keep = Some(keep.clone());
+    // Both untrained evaluations, LaMer seed 3 trained and evaluated, GRPO seed 3 trained.
+    first.stop_after_units = Some(5);
+    assert!(first.run().unwrap().interrupted);
+    assert!(keep.join("lamer/seed-3/eval/eval.json").is_file());
+    assert!(keep.join("lamer/seed-3/train/metrics.jsonl").is_file());
+    assert!(!keep.join("lamer/seed-3/train/checkpoints").exists());
+    assert!(!keep.join("grpo/seed-3/trained.json").exists());
+
+    let mut second = Runner::new(p, &tmp.path().join("machine-2"));
+    second.progress = false;
+    second.keep = Some(keep.clone());
+    let log = second.run().unwrap();
+    assert_eq!(
+        log.skipped,
+        [
+            "lamer untrained: eval",
+            "grpo untrained: eval",
+            "lamer seed 3: train",
+            "lamer seed 3: eval"
+        ]
+    );
+    assert_eq!(log.executed[0], "grpo seed 3: train");
+    assert_eq!(log.executed.len(), 6);
+    assert_eq!(figures(&aggregate(&second).unwrap()), figures(&reference));
+    // The learning curves include the restored training run's steps.
+    let rows = quester_train::run_dir::RunDir::new(&second.seed_dir(0, 3).join("train"))
+        .read_metrics()
+        .unwrap();
+    assert_eq!(rows.len(), 4);
+    assert!(second.is_kept(&Unit::Eval { run: 1, seed: 4 }));
+}
+
 /// Every committed plan loads (its presets exist; every run's config is built and validated for
 /// every seed), and a run that starts from a warm start names one `scripts/warm-start.sh` makes
 /// and the plan's header says how: `runs/warm_start/ENV/sft`, trained by

@@ -34,31 +34,26 @@ pub(crate) fn prefill(
         return prefill_padded(model, packed, prompts, capacity);
     }
     let longest = prompts.iter().map(|p| p.len()).max().unwrap_or(0);
-    let mut joined: Option<Prefill> = None;
-    let mut order = Vec::with_capacity(prompts.len());
-    for group in groups {
+    let run_group = |group: &[usize]| {
         let mine: Vec<&[u32]> = group.iter().map(|&i| prompts[i]).collect();
-        let part = prefill_padded(model, packed, &mine, 0)?;
-        order.extend(group);
-        joined = Some(match joined {
-            None => part,
-            Some(mut all) => {
-                let (front, theirs) = all.cache.append_rows(&part.cache, longest)?;
-                for m in &mut all.key_mask {
-                    m.splice(0..0, std::iter::repeat_n(0, front));
-                }
-                all.key_mask.extend(part.key_mask.into_iter().map(|mut m| {
-                    m.splice(0..0, std::iter::repeat_n(0, theirs));
-                    m
-                }));
-                all.logits = Tensor::cat(&[&all.logits, &part.logits], 0)?;
-                all
-            }
-        });
-    }
-    let Some(mut all) = joined else {
-        return prefill_padded(model, packed, prompts, capacity);
+        prefill_padded(model, packed, &mine, 0)
     };
+    let mut groups = groups.into_iter();
+    let mut order = groups.next().unwrap_or_default();
+    let mut all = run_group(&order)?;
+    for group in groups {
+        let part = run_group(&group)?;
+        order.extend(group);
+        let (front, theirs) = all.cache.append_rows(&part.cache, longest)?;
+        for m in &mut all.key_mask {
+            m.splice(0..0, std::iter::repeat_n(0, front));
+        }
+        all.key_mask.extend(part.key_mask.into_iter().map(|mut m| {
+            m.splice(0..0, std::iter::repeat_n(0, theirs));
+            m
+        }));
+        all.logits = Tensor::cat(&[&all.logits, &part.logits], 0)?;
+    }
     // Back to the prompts' order: row k of the result is the one prompt k went to.
     let mut at = vec![0u32; order.len()];
     for (row, &prompt) in order.iter().enumerate() {
