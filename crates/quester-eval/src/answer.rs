@@ -70,6 +70,7 @@ pub fn answer_prompts(
         let r = GenRequest {
             messages: vec![ChatMessage::user(prompts[i].clone())],
             response_prefix: String::new(),
+            prompt_ids: None,
             params: SamplingParams {
                 temperature: opts.temperature,
                 top_p: opts.top_p,

@@ -1,5 +1,5 @@
-//! The wire format of `POST /v1/chat/completions` and `GET /v1/models`, shared by the client and
-//! by `serve`. Only the fields quester uses are modelled; unknown fields in requests and responses
+//! The wire format of `POST /v1/chat/completions`, `POST /v1/completions` (token-id prompts)
+//! and `GET /v1/models`, shared by the client and by `serve`. Only the fields quester uses are modelled; unknown fields in requests and responses
 //! are ignored, as OpenAI-compatible servers and clients do.
 
 use serde::{Deserialize, Serialize};
@@ -134,6 +134,53 @@ pub(crate) struct ChatCompletionResponse {
     pub model: String,
     /// The generated choices.
     pub choices: Vec<Choice>,
+    /// Token counts.
+    pub usage: Usage,
+}
+
+/// The log-probabilities of a completion choice, in the completions API's shape.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct CompletionLogprobs {
+    /// Each generated token as `token_id:<id>` (vLLM's `return_tokens_as_token_ids` form).
+    pub tokens: Vec<String>,
+    /// The log-probability of each, under the distribution it was sampled from.
+    pub token_logprobs: Vec<f64>,
+    /// Alternatives are not computed: always null.
+    pub top_logprobs: Option<Vec<serde_json::Value>>,
+}
+
+/// One choice of a completions response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct CompletionChoice {
+    /// Position in `choices`.
+    pub index: usize,
+    /// The generated text (cut before a stop string unless `include_stop_str_in_output`).
+    pub text: String,
+    /// Why it ended.
+    pub finish_reason: FinishReason,
+    /// Token log-probabilities when `logprobs` was asked.
+    pub logprobs: Option<CompletionLogprobs>,
+    /// The prompt's token ids, with `return_token_ids`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_token_ids: Option<Vec<u32>>,
+    /// The generated token ids, a stop string's included, with `return_token_ids`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_ids: Option<Vec<u32>>,
+}
+
+/// The body of a completions response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct CompletionResponse {
+    /// Unique id of the completion.
+    pub id: String,
+    /// Always `text_completion`.
+    pub object: String,
+    /// Unix time in seconds.
+    pub created: u64,
+    /// Model id.
+    pub model: String,
+    /// The generated choices.
+    pub choices: Vec<CompletionChoice>,
     /// Token counts.
     pub usage: Usage,
 }

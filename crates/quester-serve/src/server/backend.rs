@@ -10,6 +10,8 @@ use crate::openai::protocol::{FinishReason, TokenLogprob, WireMessage};
 pub struct GenerationRequest {
     /// The conversation, to be rendered with the model's chat template (generation prompt on).
     pub messages: Vec<WireMessage>,
+    /// The prompt as token ids, used as is (`/v1/completions`); when set, `messages` is empty.
+    pub prompt_ids: Option<Vec<u32>>,
     /// Temperature; 0 is greedy.
     pub temperature: f64,
     /// Nucleus mass in (0, 1]; 1 disables it.
@@ -18,8 +20,11 @@ pub struct GenerationRequest {
     pub top_k: usize,
     /// Most new tokens.
     pub max_tokens: usize,
-    /// Stop strings (the text returned ends before the first one).
+    /// Stop strings (the text returned ends before the first one, or after it with
+    /// `include_stop`).
     pub stop: Vec<String>,
+    /// Keep the stop string that ended the text in it.
+    pub include_stop: bool,
     /// Seed of this sequence's sampler.
     pub seed: u64,
     /// Whether per-token log-probs are wanted.
@@ -37,6 +42,9 @@ pub struct GenerationOutput {
     pub prompt_tokens: usize,
     /// Tokens generated.
     pub completion_tokens: usize,
+    /// The generated token ids, a stop string's tokens included (the text is cut, the tokens
+    /// are what was sampled).
+    pub token_ids: Vec<u32>,
     /// Per-token sampling log-probs (empty unless requested).
     pub logprobs: Vec<TokenLogprob>,
 }
@@ -103,6 +111,9 @@ pub struct BackendOrders {
 pub trait ChatCodec: Send + Sync {
     /// Tokens of the rendered prompt, or why the conversation cannot be rendered.
     fn prompt_tokens(&self, messages: &[WireMessage]) -> Result<usize, BackendError>;
+
+    /// Why a token-id prompt cannot be generated from (empty, an id outside the vocabulary).
+    fn check_prompt_ids(&self, ids: &[u32]) -> Result<(), BackendError>;
 
     /// The text of generated token ids, as the final output decodes them.
     fn decode(&self, ids: &[u32]) -> Result<String, BackendError>;

@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use tokio::sync::mpsc::{self, UnboundedReceiver};
 
-use super::backend::{BackendError, GenerationOutput};
+use super::backend::{BackendError, GenerationOutput, GenerationRequest};
 use super::batcher::{Event, Job};
 use super::http::{unix_now, Shared};
 use super::request::{parse_chat_request, ApiError, ParsedRequest};
@@ -49,6 +49,24 @@ async fn answer(
     let body = body.map_err(|e| body_error(&e, shared.config.max_body_bytes))?;
     let parsed = parse(&body, shared)?;
     let n = parsed.sequences.len();
+    let (mut rx, mark) = enqueue(shared, parsed.sequences.clone(), parsed.stream)?;
+    if parsed.stream {
+        return Ok(ChatStream::new(rx, mark, &parsed, shared).into_response());
+    }
+    let outputs = collect(&mut rx, n).await?;
+    drop(mark);
+    Ok(Json(whole(outputs, shared)).into_response())
+}
+
+/// Queues `sequences` (one request's choices) on the generation thread, or answers 429 when
+/// the queue is full. Their events come back on the receiver; dropping the marker tells the
+/// generation thread the client is gone.
+pub(crate) fn enqueue(
+    shared: &Arc<Shared>,
+    sequences: Vec<GenerationRequest>,
+    stream: bool,
+) -> Result<(UnboundedReceiver<Event>, MarkGone), ApiError> {
+    let n = sequences.len();
     let limit = shared.config.max_queue;
     if n > limit {
         // It would never fit: a 429 would have the client retry forever.
@@ -62,12 +80,12 @@ async fn answer(
     };
     // Events come back on tokio's unbounded channel: sending never blocks the generation
     // thread, and the handler awaits them.
-    let (events, mut rx) = mpsc::unbounded_channel();
+    let (events, rx) = mpsc::unbounded_channel();
     let gone = Arc::new(AtomicBool::new(false));
     let mark = MarkGone(Arc::clone(&gone));
     let job = Job {
-        sequences: parsed.sequences.clone(),
-        stream: parsed.stream,
+        sequences,
+        stream,
         events,
         gone,
         _permit: permit,
@@ -75,16 +93,11 @@ async fn answer(
     if shared.jobs.send(job).is_err() {
         return Err(ApiError::new(503, "the server is shutting down"));
     }
-    if parsed.stream {
-        return Ok(ChatStream::new(rx, mark, &parsed, shared).into_response());
-    }
-    let outputs = collect(&mut rx, n).await?;
-    drop(mark);
-    Ok(Json(whole(outputs, shared)).into_response())
+    Ok((rx, mark))
 }
 
 /// The error answer for a body that could not be read.
-fn body_error(e: &BytesRejection, max_body: usize) -> ApiError {
+pub(crate) fn body_error(e: &BytesRejection, max_body: usize) -> ApiError {
     if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
         ApiError::new(413, format!("request body exceeds {max_body} bytes"))
     } else {
@@ -113,7 +126,7 @@ fn error_of(e: &BackendError) -> ApiError {
 }
 
 /// Every choice's output, in order, or the first failure.
-async fn collect(
+pub(crate) async fn collect(
     rx: &mut UnboundedReceiver<Event>,
     n: usize,
 ) -> Result<Vec<GenerationOutput>, ApiError> {

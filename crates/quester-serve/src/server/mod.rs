@@ -1,11 +1,12 @@
 //! The server: a policy behind an OpenAI-compatible HTTP API (`POST /v1/chat/completions`,
-//! `GET /v1/models`, `GET /health`). Generation is one continuous batch: a request joins it at
+//! `POST /v1/completions` with token-id prompts, `GET /v1/models`, `GET /health`). Generation is one continuous batch: a request joins it at
 //! the next token step and leaves it when it ends; answers come whole or streamed as
 //! server-sent events, and a request whose client leaves is dropped from the batch.
 
 mod backend;
 mod batcher;
 mod chat;
+mod completions;
 mod config;
 mod delta;
 mod http;

@@ -52,11 +52,11 @@ fn output(request: &GenerationRequest, gen: Generation) -> GenerationOutput {
     let stop_at = request
         .stop
         .iter()
-        .filter_map(|s| text.find(s.as_str()))
+        .filter_map(|s| text.find(s.as_str()).map(|pos| (pos, s.len())))
         .min();
     let finish_reason = match stop_at {
-        Some(pos) => {
-            text.truncate(pos);
+        Some((pos, len)) => {
+            text.truncate(if request.include_stop { pos + len } else { pos });
             FinishReason::Stop
         }
         None if gen.response_ids.len() >= request.max_tokens => FinishReason::Length,
@@ -72,6 +72,7 @@ fn output(request: &GenerationRequest, gen: Generation) -> GenerationOutput {
         finish_reason,
         prompt_tokens: gen.prompt_ids.len(),
         completion_tokens: gen.response_ids.len(),
+        token_ids: gen.response_ids,
         logprobs,
     }
 }
@@ -106,6 +107,7 @@ fn gen_request(r: &GenerationRequest) -> GenRequest {
     GenRequest {
         messages: chat_messages(&r.messages),
         response_prefix: String::new(),
+        prompt_ids: r.prompt_ids.clone(),
         params: params_of(r),
     }
 }
@@ -193,6 +195,11 @@ impl ChatCodec for PolicyCodec {
         self.0
             .encode(&chat_messages(messages), "")
             .map(|ids| ids.len())
+            .map_err(|e| BackendError::invalid(e.to_string()))
+    }
+
+    fn check_prompt_ids(&self, ids: &[u32]) -> Result<(), BackendError> {
+        quester_train::policy::check_prompt_ids(ids, self.0.vocab_size())
             .map_err(|e| BackendError::invalid(e.to_string()))
     }
 

@@ -149,34 +149,48 @@ fn stop(obj: &Map<String, Value>) -> Result<Vec<String>, ApiError> {
     Ok(list.into_iter().filter(|s| !s.is_empty()).collect())
 }
 
-/// Parses `body`; `fallback_seed` seeds a request that brings no `seed`.
-pub(crate) fn parse_chat_request(
-    body: &[u8],
+/// The sampling fields both endpoints share, checked.
+struct Sampling {
+    temperature: f64,
+    top_p: f64,
+    top_k: usize,
+    max_tokens: usize,
+    n: usize,
+    seed: u64,
+    stop: Vec<String>,
+}
+
+impl Sampling {
+    /// One sequence per choice, seeds `seed, seed+1, ...`.
+    fn sequences(
+        &self,
+        messages: Vec<WireMessage>,
+        prompt_ids: Option<Vec<u32>>,
+        logprobs: bool,
+        include_stop: bool,
+    ) -> Vec<GenerationRequest> {
+        (0..self.n as u64)
+            .map(|i| GenerationRequest {
+                messages: messages.clone(),
+                prompt_ids: prompt_ids.clone(),
+                temperature: self.temperature,
+                top_p: self.top_p,
+                top_k: self.top_k,
+                max_tokens: self.max_tokens,
+                stop: self.stop.clone(),
+                include_stop,
+                seed: self.seed.wrapping_add(i),
+                logprobs,
+            })
+            .collect()
+    }
+}
+
+fn sampling(
+    obj: &Map<String, Value>,
     config: &ServeConfig,
     fallback_seed: u64,
-) -> Result<ParsedRequest, ApiError> {
-    let value: Value = serde_json::from_slice(body)
-        .map_err(|e| ApiError::new(400, format!("request body is not JSON: {e}")))?;
-    let obj = value
-        .as_object()
-        .ok_or_else(|| ApiError::new(400, "request body must be a JSON object"))?;
-    let stream = flag(obj, "stream")?;
-    let include_usage = match obj.get("stream_options") {
-        None | Some(Value::Null) => false,
-        Some(Value::Object(o)) => flag(o, "include_usage").map_err(|_| {
-            ApiError::invalid(
-                "stream_options",
-                "`stream_options.include_usage` must be a boolean",
-            )
-        })?,
-        Some(_) => {
-            return Err(ApiError::invalid(
-                "stream_options",
-                "`stream_options` must be an object",
-            ))
-        }
-    };
-    let messages = messages(obj)?;
+) -> Result<Sampling, ApiError> {
     let temperature = number(obj, "temperature")?.unwrap_or(1.0);
     if !(0.0..=100.0).contains(&temperature) {
         return Err(ApiError::invalid(
@@ -224,23 +238,143 @@ pub(crate) fn parse_chat_request(
                 ApiError::invalid("seed", format!("`seed` must be an integer, got {v}"))
             })?,
     };
+    Ok(Sampling {
+        temperature,
+        top_p,
+        top_k,
+        max_tokens,
+        n,
+        seed,
+        stop: stop(obj)?,
+    })
+}
+
+/// The body as a JSON object.
+fn json_object(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::new(400, format!("request body is not JSON: {e}")))?;
+    match value {
+        Value::Object(obj) => Ok(obj),
+        _ => Err(ApiError::new(400, "request body must be a JSON object")),
+    }
+}
+
+/// Parses `body`; `fallback_seed` seeds a request that brings no `seed`.
+pub(crate) fn parse_chat_request(
+    body: &[u8],
+    config: &ServeConfig,
+    fallback_seed: u64,
+) -> Result<ParsedRequest, ApiError> {
+    let obj = &json_object(body)?;
+    let stream = flag(obj, "stream")?;
+    let include_usage = match obj.get("stream_options") {
+        None | Some(Value::Null) => false,
+        Some(Value::Object(o)) => flag(o, "include_usage").map_err(|_| {
+            ApiError::invalid(
+                "stream_options",
+                "`stream_options.include_usage` must be a boolean",
+            )
+        })?,
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "stream_options",
+                "`stream_options` must be an object",
+            ))
+        }
+    };
+    let messages = messages(obj)?;
+    let sampling = sampling(obj, config, fallback_seed)?;
     let logprobs = flag(obj, "logprobs")?;
-    let stop = stop(obj)?;
-    let sequences = (0..n as u64)
-        .map(|i| GenerationRequest {
-            messages: messages.clone(),
-            temperature,
-            top_p,
-            top_k,
-            max_tokens,
-            stop: stop.clone(),
-            seed: seed.wrapping_add(i),
-            logprobs,
-        })
-        .collect();
+    let sequences = sampling.sequences(messages, None, logprobs, false);
     Ok(ParsedRequest {
         sequences,
         stream,
         include_usage,
+    })
+}
+
+/// A parsed `/v1/completions` request.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ParsedCompletion {
+    /// One per choice, seeds `seed, seed+1, ...`.
+    pub sequences: Vec<GenerationRequest>,
+    /// Answer with `prompt_token_ids` and `token_ids` in every choice (vLLM's extension).
+    pub return_token_ids: bool,
+}
+
+/// The token-id prompt of a completions request.
+fn prompt_ids(obj: &Map<String, Value>) -> Result<Vec<u32>, ApiError> {
+    let bad = |m: String| ApiError::invalid("prompt", m);
+    let list =
+        match obj.get("prompt") {
+            None | Some(Value::Null) => return Err(bad("missing field `prompt`".into())),
+            Some(Value::String(_)) => return Err(bad(
+                "`prompt` as text is not supported here: send token ids (a conversation goes to \
+                 /v1/chat/completions, which applies the model's chat template)"
+                    .into(),
+            )),
+            Some(Value::Array(items)) => items,
+            Some(_) => return Err(bad("`prompt` must be an array of token ids".into())),
+        };
+    // One prompt may come wrapped in a batch of one.
+    let list = match list.as_slice() {
+        [Value::Array(inner)] => inner,
+        [Value::Array(_), ..] => {
+            return Err(bad(format!(
+                "one prompt per request, got a batch of {}",
+                list.len()
+            )))
+        }
+        _ => list,
+    };
+    if list.is_empty() {
+        return Err(bad("`prompt` must not be empty".into()));
+    }
+    list.iter()
+        .enumerate()
+        .map(|(i, v)| {
+            v.as_u64()
+                .and_then(|id| u32::try_from(id).ok())
+                .ok_or_else(|| bad(format!("`prompt[{i}]` must be a token id, got {v}")))
+        })
+        .collect()
+}
+
+/// Parses a `/v1/completions` body (the prompt as token ids); `fallback_seed` seeds a request
+/// that brings no `seed`.
+pub(crate) fn parse_completion_request(
+    body: &[u8],
+    config: &ServeConfig,
+    fallback_seed: u64,
+) -> Result<ParsedCompletion, ApiError> {
+    let obj = &json_object(body)?;
+    if flag(obj, "stream")? {
+        return Err(ApiError::invalid(
+            "stream",
+            "streaming is not supported on /v1/completions (it is on /v1/chat/completions)",
+        ));
+    }
+    if flag(obj, "echo")? {
+        return Err(ApiError::invalid("echo", "`echo` is not supported"));
+    }
+    let ids = prompt_ids(obj)?;
+    let logprobs = match integer(obj, "logprobs")? {
+        None => false,
+        Some(0) => true,
+        Some(k) => {
+            return Err(ApiError::invalid(
+                "logprobs",
+                format!(
+                    "`logprobs` must be 0 (the sampled tokens' log-probs; the most likely \
+                     alternatives are not computed), got {k}"
+                ),
+            ))
+        }
+    };
+    let sampling = sampling(obj, config, fallback_seed)?;
+    let include_stop = flag(obj, "include_stop_str_in_output")?;
+    Ok(ParsedCompletion {
+        sequences: sampling.sequences(Vec::new(), Some(ids), logprobs, include_stop),
+        return_token_ids: flag(obj, "return_token_ids")?,
     })
 }

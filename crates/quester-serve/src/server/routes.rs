@@ -9,6 +9,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 
 use super::chat::chat;
+use super::completions::completions;
 use super::http::Shared;
 use super::request::ApiError;
 use crate::openai::protocol::{ModelInfo, ModelList};
@@ -24,6 +25,10 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
             .route(
                 &format!("/v1/chat/completions{slash}"),
                 post(chat).fallback(not_allowed),
+            )
+            .route(
+                &format!("/v1/completions{slash}"),
+                post(completions).fallback(not_allowed),
             )
             .route(
                 &format!("/v1/models{slash}"),

@@ -53,6 +53,7 @@ impl EchoBackend {
         };
         Ok(GenerationOutput {
             completion_tokens: text.chars().count(),
+            token_ids: text.chars().map(u32::from).collect(),
             text,
             finish_reason: finish,
             prompt_tokens: r.messages.iter().map(|m| m.content.len()).sum(),
@@ -106,6 +107,13 @@ impl ChatCodec for EchoCodec {
             }
             _ => Ok(messages.iter().map(|m| m.content.len()).sum()),
         }
+    }
+
+    fn check_prompt_ids(&self, ids: &[u32]) -> Result<(), BackendError> {
+        if ids.is_empty() {
+            return Err(BackendError::invalid("empty"));
+        }
+        Ok(())
     }
 
     fn decode(&self, ids: &[u32]) -> Result<String, BackendError> {
@@ -491,6 +499,7 @@ fn the_openai_policy_generates_through_serve() {
                 ChatMessage::user(format!("u{i}")),
             ],
             response_prefix: String::new(),
+            prompt_ids: None,
             params: SamplingParams {
                 seed: 5 + i,
                 ..params.clone()

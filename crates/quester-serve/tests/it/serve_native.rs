@@ -434,3 +434,165 @@ fn post_raw(server: &ServerHandle, payload: &str) -> TcpStream {
     .unwrap();
     conn
 }
+
+/// POSTs a completions request; (status, parsed body).
+fn complete(server: &ServerHandle, body: &Value) -> (u16, Value) {
+    let mut resp = agent()
+        .post(format!("{}/completions", server.base_url()))
+        .header("Content-Type", "application/json")
+        .send(body.to_string())
+        .unwrap();
+    let status = resp.status().as_u16();
+    let text = resp.body_mut().read_to_string().unwrap();
+    (status, serde_json::from_str(&text).unwrap())
+}
+
+/// The tiny model's policy, for rendering prompts and decoding tokens as the server does.
+fn tiny_codec() -> std::sync::Arc<dyn quester_train::policy::TextCodec> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../quester-model/tests/fixtures/tiny-llama");
+    let mut table = toml::Table::new();
+    quester_train::config::migrate::apply_overrides(
+        &mut table,
+        &[format!("model.path={}", path.display())],
+    )
+    .unwrap();
+    let cfg = quester_train::TrainConfig::from_table(table).unwrap();
+    quester_train::api::build_policy(&cfg)
+        .unwrap()
+        .text_codec()
+        .unwrap()
+}
+
+fn ids(v: &Value) -> Vec<u32> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap() as u32)
+        .collect()
+}
+
+/// A prompt sent as token ids (rendered by the caller, as a trainer renders its own) is
+/// answered as the same conversation sent as messages: the same text and log-probs for the
+/// same seed, and the choice's token ids are the sampled tokens, which decode to the text.
+#[test]
+fn a_token_id_prompt_answers_as_its_conversation_with_the_sampled_token_ids() {
+    let server = tiny_server(ServeConfig::default());
+    let codec = tiny_codec();
+    let messages = vec![quester_train::policy::ChatMessage::user("pick an arm")];
+    let prompt = codec.encode(&messages, "").unwrap();
+    for seed in [3u64, 4] {
+        let (status, chat_v) = chat(
+            &server,
+            &json!({"messages": user("pick an arm"), "temperature": 1.5, "seed": seed,
+                "max_tokens": 12, "logprobs": true}),
+        );
+        assert_eq!(status, 200, "{chat_v}");
+        let (status, v) = complete(
+            &server,
+            &json!({"prompt": prompt, "temperature": 1.5, "seed": seed, "max_tokens": 12,
+                "logprobs": 0, "return_token_ids": true}),
+        );
+        assert_eq!(status, 200, "{v}");
+        assert_eq!(v["object"], "text_completion");
+        let choice = &v["choices"][0];
+        assert_eq!(choice["text"].as_str().unwrap(), text(&chat_v, 0));
+        assert_eq!(ids(&choice["prompt_token_ids"]), prompt);
+        let tokens = ids(&choice["token_ids"]);
+        assert!(!tokens.is_empty());
+        assert_eq!(codec.decode(&tokens).unwrap(), text(&chat_v, 0));
+        let lp: Vec<f64> = choice["logprobs"]["token_logprobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect();
+        let chat_lp: Vec<f64> = chat_v["choices"][0]["logprobs"]["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["logprob"].as_f64().unwrap())
+            .collect();
+        assert_eq!(lp, chat_lp);
+        let named: Vec<String> = tokens.iter().map(|t| format!("token_id:{t}")).collect();
+        assert_eq!(choice["logprobs"]["tokens"], json!(named));
+        assert_eq!(v["usage"]["prompt_tokens"], prompt.len());
+        assert_eq!(v["usage"]["completion_tokens"], tokens.len());
+    }
+    // Without `return_token_ids` the choice carries no ids.
+    let (status, v) = complete(&server, &json!({"prompt": prompt, "max_tokens": 3}));
+    assert_eq!(status, 200, "{v}");
+    assert!(v["choices"][0].get("token_ids").is_none(), "{v}");
+    assert!(v["choices"][0]["logprobs"].is_null(), "{v}");
+}
+
+/// A stop string ends the text before it, or after it with `include_stop_str_in_output`; the
+/// token ids are every sampled token either way.
+#[test]
+fn a_stop_string_cuts_the_text_not_the_token_ids() {
+    let server = tiny_server(ServeConfig::default());
+    let codec = tiny_codec();
+    let prompt = codec
+        .encode(
+            &[quester_train::policy::ChatMessage::user(
+                "tell me a long story",
+            )],
+            "",
+        )
+        .unwrap();
+    let base = json!({"prompt": prompt, "temperature": 0, "max_tokens": 16,
+        "return_token_ids": true});
+    let (status, whole) = complete(&server, &base);
+    assert_eq!(status, 200, "{whole}");
+    let full = whole["choices"][0]["text"].as_str().unwrap().to_string();
+    // A stop string from the middle of the greedy answer.
+    let chars: Vec<char> = full.chars().collect();
+    assert!(chars.len() >= 8, "{full:?}");
+    let stop: String = chars[4..6].iter().collect();
+    let before = &full[..full.find(&stop).unwrap()];
+    for include in [false, true] {
+        let mut body = base.clone();
+        body["stop"] = json!([stop]);
+        body["include_stop_str_in_output"] = json!(include);
+        let (status, v) = complete(&server, &body);
+        assert_eq!(status, 200, "{v}");
+        let choice = &v["choices"][0];
+        let want = if include {
+            format!("{before}{stop}")
+        } else {
+            before.to_string()
+        };
+        assert_eq!(choice["text"].as_str().unwrap(), want);
+        assert_eq!(choice["finish_reason"], "stop");
+        let decoded = codec.decode(&ids(&choice["token_ids"])).unwrap();
+        assert!(
+            decoded.starts_with(&format!("{before}{stop}")),
+            "{decoded:?}"
+        );
+    }
+}
+
+#[test]
+fn bad_completion_requests_are_a_400_naming_the_field() {
+    let server = tiny_server(ServeConfig::default());
+    let cases = [
+        (json!({"prompt": "text"}), "prompt"),
+        (json!({"prompt": []}), "prompt"),
+        (json!({"prompt": [[1, 2], [3]]}), "prompt"),
+        (json!({"prompt": [1, -2]}), "prompt"),
+        (json!({"prompt": [1, 4_000_000]}), "prompt"),
+        (json!({"max_tokens": 3}), "prompt"),
+        (json!({"prompt": [1, 2], "logprobs": 5}), "logprobs"),
+        (json!({"prompt": [1, 2], "stream": true}), "stream"),
+        (json!({"prompt": [1, 2], "echo": true}), "echo"),
+        (json!({"prompt": [1, 2], "top_p": 0}), "top_p"),
+    ];
+    for (body, field) in &cases {
+        let (status, v) = complete(&server, body);
+        assert_eq!(status, 400, "{body}: {v}");
+        assert_eq!(v["error"]["param"], *field, "{body}: {v}");
+    }
+    // A batch of one prompt is the prompt.
+    let (status, v) = complete(&server, &json!({"prompt": [[1, 2, 3]], "max_tokens": 2}));
+    assert_eq!(status, 200, "{v}");
+}

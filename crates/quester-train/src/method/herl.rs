@@ -356,6 +356,7 @@ impl TrainingMethod for Herl {
                 requests.push(GenRequest {
                     messages: vec![ChatMessage::user(prompt.clone())],
                     response_prefix: String::new(),
+                    prompt_ids: None,
                     params: self.rewrite_params(derive(
                         cfg.training.seed,
                         &[purpose::HINDSIGHT, step as u64, g as u64, c as u64],

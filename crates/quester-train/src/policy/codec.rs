@@ -17,4 +17,22 @@ pub trait TextCodec: Send + Sync {
 
     /// The text of generated token ids, as the policy's responses decode them.
     fn decode(&self, ids: &[u32]) -> Result<String, TrainError>;
+
+    /// Token ids run from 0 to this, exclusive.
+    fn vocab_size(&self) -> usize;
+}
+
+/// Checks a caller's token-id prompt: not empty, every id inside the vocabulary (an id outside
+/// would fail deep in the model's embedding lookup instead of naming the request's fault).
+pub fn check_prompt_ids(ids: &[u32], vocab_size: usize) -> Result<(), TrainError> {
+    if ids.is_empty() {
+        return Err(TrainError::Policy("the token-id prompt is empty".into()));
+    }
+    match ids.iter().position(|&id| id as usize >= vocab_size) {
+        Some(at) => Err(TrainError::Policy(format!(
+            "prompt token {at} is id {}, outside the vocabulary (0..{vocab_size})",
+            ids[at]
+        ))),
+        None => Ok(()),
+    }
 }

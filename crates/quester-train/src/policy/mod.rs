@@ -51,7 +51,7 @@ pub use quester_model::{SamplingParams, Scaffold, TemperatureSwitch};
 /// Tokens a running request added in one step, with their log-probs.
 pub use quester_model::Progress;
 
-pub use codec::TextCodec;
+pub use codec::{check_prompt_ids, TextCodec};
 
 /// One generation request: a conversation, a forced response opening and how to sample.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,6 +61,10 @@ pub struct GenRequest {
     /// that can (the native model) append it to the rendered prompt and return only what
     /// follows; the others ignore it. The caller puts prefix and response back together.
     pub response_prefix: String,
+    /// The prompt as token ids, rendered by the caller (a client that sends token ids, as a
+    /// rollout worker's trainer does): when set, it is the prompt as is, and `messages` and
+    /// `response_prefix` are not rendered. Only policies with a tokenizer accept it.
+    pub prompt_ids: Option<Vec<u32>>,
     pub params: SamplingParams,
 }
 

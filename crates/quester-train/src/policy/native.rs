@@ -313,8 +313,15 @@ impl NativePolicy {
 impl NativePolicy {
     /// `r` as the engine's request: its rendered, tokenised prompt and its sampling settings.
     fn engine_request(&self, r: &GenRequest) -> Result<GenerationRequest, TrainError> {
+        let prompt_ids = match &r.prompt_ids {
+            Some(ids) => {
+                super::codec::check_prompt_ids(ids, self.tokenizer.vocab_size())?;
+                ids.clone()
+            }
+            None => self.prompt_ids(&r.messages, &r.response_prefix)?,
+        };
         Ok(GenerationRequest {
-            prompt_ids: self.prompt_ids(&r.messages, &r.response_prefix)?,
+            prompt_ids,
             params: r.params.clone(),
         })
     }
@@ -443,6 +450,10 @@ impl TextCodec for NativeCodec {
 
     fn decode(&self, ids: &[u32]) -> Result<String, TrainError> {
         self.tokenizer.decode(ids).map_err(err)
+    }
+
+    fn vocab_size(&self) -> usize {
+        self.tokenizer.vocab_size()
     }
 }
 

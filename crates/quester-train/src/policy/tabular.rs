@@ -180,6 +180,12 @@ impl Policy for TabularPolicy {
     fn generate(&mut self, requests: &[GenRequest]) -> Result<Vec<Generation>, TrainError> {
         let mut out = Vec::with_capacity(requests.len());
         for req in requests {
+            if req.prompt_ids.is_some() {
+                return Err(TrainError::Policy(
+                    "the tabular policy has no tokenizer: send a conversation, not token ids"
+                        .into(),
+                ));
+            }
             let params = &req.params;
             let s = self.intern(prompt_key(&req.messages, &req.response_prefix));
             let logits = &self.state.logits[s];
@@ -407,6 +413,7 @@ mod tests {
         GenRequest {
             messages: vec![ChatMessage::user("x")],
             response_prefix: String::new(),
+            prompt_ids: None,
             params: SamplingParams {
                 seed,
                 ..params(1.0)

@@ -486,6 +486,7 @@ impl Play<'_, '_> {
             let request = GenRequest {
                 messages: vec![ChatMessage::user(prompt.clone())],
                 response_prefix: prefix.clone(),
+                prompt_ids: None,
                 params: SamplingParams {
                     seed: derive(r.req.gen_seed, &[r.generations]),
                     temperature,

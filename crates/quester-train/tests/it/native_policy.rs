@@ -29,6 +29,7 @@ fn generate_then_update_with_aligned_logprobs() {
         .map(|i| GenRequest {
             messages: vec![ChatMessage::user(format!("Hello {i}"))],
             response_prefix: String::new(),
+            prompt_ids: None,
             params: SamplingParams {
                 max_new_tokens: 8,
                 seed: i,
@@ -165,6 +166,7 @@ fn sample(
         .map(|i| GenRequest {
             messages: vec![ChatMessage::user(format!("{tag} {i}"))],
             response_prefix: String::new(),
+            prompt_ids: None,
             params: SamplingParams {
                 max_new_tokens: 6,
                 seed: seed0 + i,
@@ -319,6 +321,7 @@ fn a_token_budget_packs_a_group_into_one_micro_batch_and_trains_the_same() {
         .map(|i| GenRequest {
             messages: vec![ChatMessage::user("Pick an arm and say why.".to_string())],
             response_prefix: String::new(),
+            prompt_ids: None,
             params: SamplingParams {
                 max_new_tokens: 6,
                 seed: 40 + i,

@@ -295,6 +295,7 @@ impl Empo2 {
                     ChatMessage::user(e.tip_request.clone()),
                 ],
                 response_prefix: String::new(),
+                prompt_ids: None,
                 params: self.tip_params(derive(
                     self.common.cfg.training.seed,
                     &[purpose::EMPO2_TIP, step as u64, i as u64],
