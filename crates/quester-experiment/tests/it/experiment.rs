@@ -457,6 +457,11 @@ fn a_fresh_machine_with_only_the_keep_directory_skips_the_kept_units() {
     assert!(keep.join("lamer/seed-3/train/metrics.jsonl").is_file());
     assert!(!keep.join("lamer/seed-3/train/checkpoints").exists());
     assert!(!keep.join("grpo/seed-3/trained.json").exists());
+    // Trajectories are kept gzipped.
+    assert!(keep
+        .join("lamer/seed-3/eval/trajectories.jsonl.gz")
+        .is_file());
+    assert!(!keep.join("lamer/seed-3/eval/trajectories.jsonl").exists());
 
     let mut second = Runner::new(p, &tmp.path().join("machine-2"));
     second.progress = false;
@@ -474,6 +479,14 @@ fn a_fresh_machine_with_only_the_keep_directory_skips_the_kept_units() {
     assert_eq!(log.executed[0], "grpo seed 3: train");
     assert_eq!(log.executed.len(), 6);
     assert_eq!(figures(&aggregate(&second).unwrap()), figures(&reference));
+    let trajectories = |r: &Runner| {
+        std::fs::read(
+            r.eval_dir(&Unit::Eval { run: 0, seed: 3 })
+                .join("trajectories.jsonl"),
+        )
+        .unwrap()
+    };
+    assert_eq!(trajectories(&second), trajectories(&first));
     // The learning curves include the restored training run's steps.
     let rows = quester_train::run_dir::RunDir::new(&second.seed_dir(0, 3).join("train"))
         .read_metrics()
