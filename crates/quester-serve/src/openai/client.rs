@@ -56,6 +56,20 @@ pub struct ChatReply {
     pub usage: Option<Usage>,
 }
 
+/// A completion of a token-id prompt (`POST /completions` with `return_token_ids`): what a
+/// trainer trains on, with no re-tokenisation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TokenCompletion {
+    /// The sampled token ids, an end-of-sequence token or a stop string's tokens included.
+    pub token_ids: Vec<u32>,
+    /// The log-probability of each, as the server sampled it.
+    pub logprobs: Vec<f64>,
+    /// The server's text (cut at a stop string unless it was asked to keep it).
+    pub text: String,
+    /// `stop`, `length`, ... as the server said.
+    pub finish_reason: Option<String>,
+}
+
 /// Client of one OpenAI-compatible server (llama.cpp server, vLLM, Ollama, `quester serve`).
 #[derive(Debug, Clone)]
 pub struct OpenAiClient {
@@ -142,18 +156,73 @@ impl OpenAiClient {
         &self,
         requests: &[(Vec<WireMessage>, ChatParams)],
     ) -> Vec<Result<ChatReply, OpenAiError>> {
-        let slots: Vec<Mutex<Option<Result<ChatReply, OpenAiError>>>> =
-            requests.iter().map(|_| Mutex::new(None)).collect();
+        self.many(requests, |(messages, params)| self.chat(messages, params))
+    }
+
+    /// One completion of a token-id prompt under the model (or adapter) id `model`, with
+    /// retries: the sampled token ids and their log-probs (`return_token_ids`, `logprobs: 0`;
+    /// vLLM and `quester serve` answer them). The stop string stays in the text.
+    pub fn complete_ids(
+        &self,
+        model: &str,
+        prompt: &[u32],
+        params: &ChatParams,
+    ) -> Result<TokenCompletion, OpenAiError> {
+        let url = self.url("completions");
+        let mut body = serde_json::json!({
+            "model": model,
+            "prompt": prompt,
+            "max_tokens": params.max_tokens,
+            "temperature": params.temperature,
+            "logprobs": 0,
+            "return_token_ids": true,
+            "include_stop_str_in_output": true,
+        });
+        if let Some(top_p) = params.top_p {
+            body["top_p"] = top_p.into();
+        }
+        if let Some(top_k) = params.top_k {
+            body["top_k"] = top_k.into();
+        }
+        if let Some(seed) = params.seed {
+            body["seed"] = seed.into();
+        }
+        if !params.stop.is_empty() {
+            body["stop"] = params.stop.clone().into();
+        }
+        let text = self.send_with_retries(&url, Some(&body.to_string()))?;
+        parse_token_completion(&url, &text)
+    }
+
+    /// Many token-id completions (`(model, prompt, params)`), at most `max_concurrency` in
+    /// flight; results in input order.
+    pub fn complete_ids_many(
+        &self,
+        requests: &[(String, Vec<u32>, ChatParams)],
+    ) -> Vec<Result<TokenCompletion, OpenAiError>> {
+        self.many(requests, |(model, prompt, params)| {
+            self.complete_ids(model, prompt, params)
+        })
+    }
+
+    /// `call` on every item, at most `max_concurrency` at once; results in input order.
+    fn many<T: Sync, R: Send>(
+        &self,
+        items: &[T],
+        call: impl Fn(&T) -> Result<R, OpenAiError> + Sync,
+    ) -> Vec<Result<R, OpenAiError>> {
+        let slots: Vec<Mutex<Option<Result<R, OpenAiError>>>> =
+            items.iter().map(|_| Mutex::new(None)).collect();
         let next = AtomicUsize::new(0);
-        let workers = self.config.max_concurrency.min(requests.len());
+        let workers = self.config.max_concurrency.min(items.len());
         std::thread::scope(|scope| {
             for _ in 0..workers {
                 scope.spawn(|| loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some((messages, params)) = requests.get(i) else {
+                    let Some(item) = items.get(i) else {
                         break;
                     };
-                    let reply = self.chat(messages, params);
+                    let reply = call(item);
                     if let Ok(mut slot) = slots[i].lock() {
                         *slot = Some(reply);
                     }
@@ -348,6 +417,80 @@ pub fn parse_chat_reply(url: &str, body: &str) -> Result<ChatReply, OpenAiError>
         finish_reason,
         logprobs,
         usage,
+    })
+}
+
+/// Reads the first choice of a token-id completion, naming the JSON path of anything wrong.
+pub fn parse_token_completion(url: &str, body: &str) -> Result<TokenCompletion, OpenAiError> {
+    let malformed = |what: String| OpenAiError::Malformed {
+        url: url.to_string(),
+        what,
+        excerpt: excerpt(body, 200),
+    };
+    let v: Value =
+        serde_json::from_str(body).map_err(|e| malformed(format!("body is not JSON ({e})")))?;
+    if let Some(err) = v.get("error") {
+        return Err(malformed(format!("server returned an error object: {err}")));
+    }
+    let choice = v
+        .get("choices")
+        .and_then(Value::as_array)
+        .and_then(|c| c.first())
+        .ok_or_else(|| malformed("missing or empty `choices`".into()))?;
+    let token_ids: Vec<u32> = match choice.get("token_ids") {
+        Some(Value::Array(ids)) => ids
+            .iter()
+            .enumerate()
+            .map(|(i, id)| {
+                id.as_u64()
+                    .and_then(|id| u32::try_from(id).ok())
+                    .ok_or_else(|| {
+                        malformed(format!("`choices[0].token_ids[{i}]` is not a token id"))
+                    })
+            })
+            .collect::<Result<_, _>>()?,
+        _ => {
+            return Err(malformed(
+                "no `choices[0].token_ids`: the server must answer `return_token_ids` (vLLM \
+                 0.10.2 or later, or quester serve)"
+                    .into(),
+            ))
+        }
+    };
+    let logprobs: Vec<f64> = choice
+        .get("logprobs")
+        .and_then(|lp| lp.get("token_logprobs"))
+        .and_then(Value::as_array)
+        .ok_or_else(|| malformed("no `choices[0].logprobs.token_logprobs`".into()))?
+        .iter()
+        .enumerate()
+        .map(|(i, x)| {
+            x.as_f64().ok_or_else(|| {
+                malformed(format!(
+                    "`choices[0].logprobs.token_logprobs[{i}]` is not a number"
+                ))
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    if logprobs.len() != token_ids.len() {
+        return Err(malformed(format!(
+            "{} token ids but {} log-probs",
+            token_ids.len(),
+            logprobs.len()
+        )));
+    }
+    Ok(TokenCompletion {
+        token_ids,
+        logprobs,
+        text: choice
+            .get("text")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+        finish_reason: choice
+            .get("finish_reason")
+            .and_then(Value::as_str)
+            .map(str::to_string),
     })
 }
 

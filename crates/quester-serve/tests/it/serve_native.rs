@@ -596,3 +596,73 @@ fn bad_completion_requests_are_a_400_naming_the_field() {
     let (status, v) = complete(&server, &json!({"prompt": [[1, 2, 3]], "max_tokens": 2}));
     assert_eq!(status, 200, "{v}");
 }
+
+/// The trainer's side of remote rollouts: requests rendered here (a forced opening, a stop
+/// string), sent as token ids to two servers, come back as the generations the trainer's own
+/// engine gives for the same seeds: the same prompt ids, sampled ids and text, in the
+/// requests' order, and the same log-probs up to the last bits that a batch of another
+/// composition moves.
+#[test]
+fn the_remote_sampler_gives_the_native_engines_generations() {
+    use quester_serve::openai::{OpenAiConfig, RemoteSampler};
+    use quester_train::policy::{ChatMessage, GenRequest, SamplingParams};
+
+    let servers = [
+        tiny_server(ServeConfig::default()),
+        tiny_server(ServeConfig::default()),
+    ];
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../quester-model/tests/fixtures/tiny-llama");
+    let mut table = toml::Table::new();
+    quester_train::config::migrate::apply_overrides(
+        &mut table,
+        &[format!("model.path={}", path.display())],
+    )
+    .unwrap();
+    let cfg = quester_train::TrainConfig::from_table(table).unwrap();
+    let mut native = quester_train::api::build_policy(&cfg).unwrap();
+    let urls: Vec<String> = servers.iter().map(|s| s.base_url()).collect();
+    let mut remote = RemoteSampler::new(
+        &urls,
+        &OpenAiConfig {
+            model: "tiny".into(),
+            ..OpenAiConfig::default()
+        },
+        native.text_codec().unwrap(),
+    )
+    .unwrap();
+    let requests: Vec<GenRequest> = (0..5u64)
+        .map(|i| GenRequest {
+            messages: vec![ChatMessage::user(format!("board {i}: reveal a cell"))],
+            response_prefix: "<action>".into(),
+            prompt_ids: None,
+            params: SamplingParams {
+                temperature: 1.3,
+                max_new_tokens: 10 + i as usize,
+                stop: vec!["</action>".into(), "e".into()],
+                seed: 100 + i,
+                ..SamplingParams::default()
+            },
+        })
+        .collect();
+    let want = native.generate(&requests).unwrap();
+    let got = remote.generate(&requests).unwrap();
+    assert_eq!(got.len(), want.len());
+    for (g, w) in got.iter().zip(&want) {
+        assert_eq!(
+            (&g.text, &g.prompt_ids, &g.response_ids, &g.temperatures),
+            (&w.text, &w.prompt_ids, &w.response_ids, &w.temperatures)
+        );
+        let gap = g
+            .logprobs
+            .iter()
+            .zip(&w.logprobs)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0f32, f32::max);
+        assert!(gap < 1e-5, "log-probs differ by {gap}");
+    }
+    assert!(want.iter().all(|g| !g.response_ids.is_empty()));
+    // Both servers took a share.
+    let finished: Vec<u64> = servers.iter().map(|s| s.stats().finished).collect();
+    assert!(finished.iter().all(|&n| n > 0), "{finished:?}");
+}

@@ -20,6 +20,10 @@ pub trait TextCodec: Send + Sync {
 
     /// Token ids run from 0 to this, exclusive.
     fn vocab_size(&self) -> usize;
+
+    /// The end-of-sequence ids: a response that ends with one has it in its tokens, not in its
+    /// text.
+    fn eos_ids(&self) -> Vec<u32>;
 }
 
 /// Checks a caller's token-id prompt: not empty, every id inside the vocabulary (an id outside

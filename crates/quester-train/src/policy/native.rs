@@ -455,6 +455,10 @@ impl TextCodec for NativeCodec {
     fn vocab_size(&self) -> usize {
         self.tokenizer.vocab_size()
     }
+
+    fn eos_ids(&self) -> Vec<u32> {
+        self.tokenizer.eos_ids().to_vec()
+    }
 }
 
 /// The chat-formatted, tokenised prompt with the forced response opening appended.
