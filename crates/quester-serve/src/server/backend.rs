@@ -135,6 +135,14 @@ pub trait ChatBackend {
         on_step: &mut dyn FnMut(BackendStep) -> BackendOrders,
     ) -> Result<(), BackendError>;
 
+    /// Replaces the LoRA adapter with the PEFT adapter in `dir` (None: the base model). Called
+    /// between batches, never while sequences run.
+    fn set_adapter(&mut self, _dir: Option<&std::path::Path>) -> Result<(), BackendError> {
+        Err(BackendError::invalid(
+            "this backend cannot load LoRA adapters",
+        ))
+    }
+
     /// The prompt renderer and detokenizer (None: conversations are checked when generated, and
     /// a streamed choice arrives as one delta when it ends).
     fn codec(&self) -> Option<Arc<dyn ChatCodec>> {

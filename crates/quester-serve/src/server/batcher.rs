@@ -5,9 +5,10 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, TryRecvError};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use super::backend::{
     BackendError, BackendOrders, BackendStep, ChatBackend, GenerationOutput, GenerationRequest,
@@ -28,8 +29,26 @@ pub(crate) enum Event {
     },
 }
 
+/// What handlers send the generation thread.
+pub(crate) enum Work {
+    /// A request's sequences.
+    Generate(Job),
+    /// An adapter change, made once the sequences before it have finished; the requests after
+    /// it wait for it.
+    Adapter(AdapterChange),
+}
+
+/// Load (`dir` set) or unload (`dir` None) the LoRA adapter `name`.
+pub(crate) struct AdapterChange {
+    pub name: String,
+    pub dir: Option<PathBuf>,
+    pub reply: tokio::sync::oneshot::Sender<Result<(), BackendError>>,
+}
+
 /// The sequences of one HTTP request (its choices) and where their events go.
 pub(crate) struct Job {
+    /// The model the request named (None: whatever is loaded).
+    pub model: Option<String>,
     pub sequences: Vec<GenerationRequest>,
     /// Whether the client wants tokens as they come.
     pub stream: bool,
@@ -69,14 +88,22 @@ impl Live {
     }
 }
 
+/// A waiting job, or an adapter change the jobs behind it wait for.
+enum Waiting {
+    Job(u64),
+    Adapter(AdapterChange),
+}
+
 /// The jobs waiting and running, and the limit on sequences decoding at once.
 struct State {
+    /// The adapter loaded now (shared with the handlers, for `GET /v1/models`).
+    adapter: Arc<Mutex<Option<String>>>,
     queue: Arc<Queue>,
     max_running: usize,
     next_job: u64,
     jobs: HashMap<u64, Live>,
-    /// Jobs not yet submitted, oldest first.
-    waiting: VecDeque<u64>,
+    /// Jobs not yet submitted and adapter changes, oldest first.
+    waiting: VecDeque<Waiting>,
     /// Sequences submitted and not ended.
     running: usize,
     /// Every job sender is gone (the server is stopping).
@@ -88,11 +115,13 @@ struct State {
 /// request's choices are submitted together, so they share their prompt's prefill.
 pub(crate) fn run_generation(
     mut backend: Box<dyn ChatBackend>,
-    jobs: Receiver<Job>,
+    jobs: Receiver<Work>,
     max_running: usize,
     queue: Arc<Queue>,
+    adapter: Arc<Mutex<Option<String>>>,
 ) {
     let mut state = State {
+        adapter,
         queue,
         max_running: max_running.max(1),
         next_job: 0,
@@ -102,16 +131,23 @@ pub(crate) fn run_generation(
         closed: false,
     };
     loop {
-        if state.jobs.is_empty() {
+        if state.jobs.is_empty() && state.waiting.is_empty() {
             if state.closed {
                 return;
             }
             match jobs.recv() {
-                Ok(job) => state.add(job),
+                Ok(work) => state.take(work),
                 Err(_) => return,
             }
         }
         state.take_new(&jobs);
+        // Nothing runs here: an adapter change at the head of the line is made now.
+        if let Some(Waiting::Adapter(_)) = state.waiting.front() {
+            if let Some(Waiting::Adapter(change)) = state.waiting.pop_front() {
+                state.change_adapter(backend.as_mut(), change);
+            }
+            continue;
+        }
         let first = state.admit();
         if first.is_empty() {
             // Only jobs whose clients left (dropped by `admit`), or the server is closing.
@@ -142,6 +178,40 @@ pub(crate) fn run_generation(
 }
 
 impl State {
+    fn take(&mut self, work: Work) {
+        match work {
+            Work::Generate(job) => self.add(job),
+            Work::Adapter(change) => self.waiting.push_back(Waiting::Adapter(change)),
+        }
+    }
+
+    /// Makes an adapter change and answers it. Unloading names the adapter loaded now.
+    fn change_adapter(&mut self, backend: &mut dyn ChatBackend, change: AdapterChange) {
+        let mut current = self.adapter.lock().unwrap_or_else(PoisonError::into_inner);
+        let result = match &change.dir {
+            None if current.as_deref() != Some(change.name.as_str()) => {
+                Err(BackendError::invalid(match current.as_deref() {
+                    Some(now) => format!("adapter `{}` is not loaded (`{now}` is)", change.name),
+                    None => format!("adapter `{}` is not loaded (none is)", change.name),
+                }))
+            }
+            dir => backend.set_adapter(dir.as_deref()),
+        };
+        if result.is_ok() {
+            *current = change.dir.as_ref().map(|_| change.name.clone());
+            tracing::info!(
+                "adapter {}: {}",
+                if change.dir.is_some() {
+                    "loaded"
+                } else {
+                    "unloaded"
+                },
+                change.name
+            );
+        }
+        let _ = change.reply.send(result);
+    }
+
     fn add(&mut self, job: Job) {
         let id = self.next_job;
         self.next_job += 1;
@@ -154,14 +224,14 @@ impl State {
                 submitted: false,
             },
         );
-        self.waiting.push_back(id);
+        self.waiting.push_back(Waiting::Job(id));
     }
 
     /// Takes every job that has arrived, without waiting.
-    fn take_new(&mut self, jobs: &Receiver<Job>) {
+    fn take_new(&mut self, jobs: &Receiver<Work>) {
         loop {
             match jobs.try_recv() {
-                Ok(job) => self.add(job),
+                Ok(work) => self.take(work),
                 Err(TryRecvError::Empty) => return,
                 Err(TryRecvError::Disconnected) => {
                     self.closed = true;
@@ -171,12 +241,14 @@ impl State {
         }
     }
 
-    /// The waiting jobs that fit under the limit, oldest first, as sequences to submit (jobs
-    /// whose client left meanwhile are dropped).
+    /// The waiting jobs that fit under the limit, oldest first, up to an adapter change, as
+    /// sequences to submit (jobs whose client left meanwhile are dropped, and jobs that name
+    /// another model than the adapter loaded fail).
     fn admit(&mut self) -> Vec<(u64, GenerationRequest)> {
         let mut submit = Vec::new();
-        while let Some(&id) = self.waiting.front() {
-            let Some(live) = self.jobs.get_mut(&id) else {
+        while let Some(Waiting::Job(id)) = self.waiting.front() {
+            let id = *id;
+            let Some(live) = self.jobs.get(&id) else {
                 self.waiting.pop_front();
                 continue;
             };
@@ -185,6 +257,14 @@ impl State {
                 self.drop_job(id);
                 continue;
             }
+            if let Some(why) = self.wrong_model(&live.job) {
+                self.waiting.pop_front();
+                self.fail_waiting(id, &why);
+                continue;
+            }
+            let Some(live) = self.jobs.get_mut(&id) else {
+                continue;
+            };
             let n = live.job.sequences.len();
             if self.running > 0 && self.running + n > self.max_running {
                 break;
@@ -204,8 +284,36 @@ impl State {
         submit
     }
 
+    /// Why a job cannot run on the weights loaded now: once an adapter is loaded, a request
+    /// that names a model must name it (a trainer's request for a version the server has not
+    /// loaded must not run on another). Without an adapter any name is served, as before
+    /// adapters existed.
+    fn wrong_model(&self, job: &Job) -> Option<BackendError> {
+        let current = self.adapter.lock().unwrap_or_else(PoisonError::into_inner);
+        match (current.as_deref(), job.model.as_deref()) {
+            (Some(now), Some(asked)) if asked != now => Some(BackendError::invalid(format!(
+                "model `{asked}` is not loaded: this server serves adapter `{now}`"
+            ))),
+            _ => None,
+        }
+    }
+
+    /// Fails every choice of a job that never ran.
+    fn fail_waiting(&mut self, id: u64, err: &BackendError) {
+        let Some(live) = self.jobs.remove(&id) else {
+            return;
+        };
+        self.queue.dropped_waiting(live.open.len());
+        for index in 0..live.open.len() {
+            let _ = live.job.events.send(Event::Done {
+                index,
+                result: Err(err.clone()),
+            });
+        }
+    }
+
     /// Answers what ended, streams what progressed, takes new jobs, drops the abandoned ones.
-    fn on_step(&mut self, step: BackendStep, jobs: &Receiver<Job>) -> BackendOrders {
+    fn on_step(&mut self, step: BackendStep, jobs: &Receiver<Work>) -> BackendOrders {
         for (k, result) in step.finished {
             let (id, index) = split(k);
             let Some(live) = self.jobs.get_mut(&id) else {

@@ -14,7 +14,7 @@ use axum::Json;
 use tokio::sync::mpsc::{self, UnboundedReceiver};
 
 use super::backend::{BackendError, GenerationOutput, GenerationRequest};
-use super::batcher::{Event, Job};
+use super::batcher::{Event, Job, Work};
 use super::http::{unix_now, Shared};
 use super::request::{parse_chat_request, ApiError, ParsedRequest};
 use super::sse::ChatStream;
@@ -49,7 +49,12 @@ async fn answer(
     let body = body.map_err(|e| body_error(&e, shared.config.max_body_bytes))?;
     let parsed = parse(&body, shared)?;
     let n = parsed.sequences.len();
-    let (mut rx, mark) = enqueue(shared, parsed.sequences.clone(), parsed.stream)?;
+    let (mut rx, mark) = enqueue(
+        shared,
+        parsed.model.clone(),
+        parsed.sequences.clone(),
+        parsed.stream,
+    )?;
     if parsed.stream {
         return Ok(ChatStream::new(rx, mark, &parsed, shared).into_response());
     }
@@ -63,6 +68,7 @@ async fn answer(
 /// generation thread the client is gone.
 pub(crate) fn enqueue(
     shared: &Arc<Shared>,
+    model: Option<String>,
     sequences: Vec<GenerationRequest>,
     stream: bool,
 ) -> Result<(UnboundedReceiver<Event>, MarkGone), ApiError> {
@@ -84,13 +90,14 @@ pub(crate) fn enqueue(
     let gone = Arc::new(AtomicBool::new(false));
     let mark = MarkGone(Arc::clone(&gone));
     let job = Job {
+        model,
         sequences,
         stream,
         events,
         gone,
         _permit: permit,
     };
-    if shared.jobs.send(job).is_err() {
+    if shared.jobs.send(Work::Generate(job)).is_err() {
         return Err(ApiError::new(503, "the server is shutting down"));
     }
     Ok((rx, mark))

@@ -52,7 +52,12 @@ async fn answer(
         }
     }
     let n = parsed.sequences.len();
-    let (mut rx, mark) = enqueue(shared, parsed.sequences.clone(), false)?;
+    let (mut rx, mark) = enqueue(
+        shared,
+        parsed.model.clone(),
+        parsed.sequences.clone(),
+        false,
+    )?;
     let outputs = collect(&mut rx, n).await?;
     drop(mark);
     Ok(Json(whole(&parsed, prompt, outputs, shared)).into_response())

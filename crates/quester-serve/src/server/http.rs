@@ -5,7 +5,7 @@ use std::future::IntoFuture;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Sender};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -13,7 +13,7 @@ use axum::serve::ListenerExt;
 use tokio::runtime::Runtime;
 
 use super::backend::{ChatBackend, ChatCodec};
-use super::batcher::{run_generation, Job};
+use super::batcher::{run_generation, Work};
 use super::queue::{Queue, ServeStats};
 use super::routes::router;
 use super::ServeConfig;
@@ -117,9 +117,11 @@ pub(crate) struct Shared {
     pub queue: Arc<Queue>,
     /// The backend's prompt checker and detokenizer, when it has one.
     pub codec: Option<Arc<dyn ChatCodec>>,
-    /// Jobs for the generation thread. A std channel, since that thread blocks on it; sending
+    /// Work for the generation thread. A std channel, since that thread blocks on it; sending
     /// never blocks a handler (it is unbounded: the queue limit bounds it).
-    pub jobs: Sender<Job>,
+    pub jobs: Sender<Work>,
+    /// The LoRA adapter loaded now (set by the generation thread).
+    pub adapter: Arc<Mutex<Option<String>>>,
 }
 
 impl Shared {
@@ -183,7 +185,9 @@ where
         .block_on(tokio::net::TcpListener::bind(addr))
         .map_err(bind_error)?;
     let bound = listener.local_addr().map_err(bind_error)?;
-    let (jobs_tx, jobs_rx) = mpsc::channel::<Job>();
+    let (jobs_tx, jobs_rx) = mpsc::channel::<Work>();
+    let adapter = Arc::new(Mutex::new(None));
+    let gen_adapter = Arc::clone(&adapter);
     type Ready = Result<Option<Arc<dyn ChatCodec>>, String>;
     let (ready_tx, ready_rx) = mpsc::channel::<Ready>();
     let max_batch = config.max_batch;
@@ -194,7 +198,7 @@ where
         .spawn(move || match make() {
             Ok(backend) => {
                 let _ = ready_tx.send(Ok(backend.codec()));
-                run_generation(backend, jobs_rx, max_batch, gen_queue);
+                run_generation(backend, jobs_rx, max_batch, gen_queue, gen_adapter);
             }
             Err(e) => {
                 let _ = ready_tx.send(Err(e));
@@ -221,6 +225,7 @@ where
         queue: Arc::clone(&queue),
         codec,
         jobs: jobs_tx,
+        adapter,
     });
     tracing::info!("serving {} at http://{bound}/v1", shared.model_id);
     // Small events (a token's delta) go out at once rather than waiting for more to send.

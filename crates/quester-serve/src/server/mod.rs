@@ -1,8 +1,10 @@
 //! The server: a policy behind an OpenAI-compatible HTTP API (`POST /v1/chat/completions`,
-//! `POST /v1/completions` with token-id prompts, `GET /v1/models`, `GET /health`). Generation is one continuous batch: a request joins it at
+//! `POST /v1/completions` with token-id prompts, `POST /v1/load_lora_adapter` and
+//! `/v1/unload_lora_adapter`, `GET /v1/models`, `GET /health`). Generation is one continuous batch: a request joins it at
 //! the next token step and leaves it when it ends; answers come whole or streamed as
 //! server-sent events, and a request whose client leaves is dropped from the batch.
 
+mod adapters;
 mod backend;
 mod batcher;
 mod chat;

@@ -181,6 +181,12 @@ impl ChatBackend for PolicyBackend {
             .map_err(|e| BackendError::internal(e.to_string()))
     }
 
+    fn set_adapter(&mut self, dir: Option<&std::path::Path>) -> Result<(), BackendError> {
+        self.policy
+            .set_adapter(dir)
+            .map_err(|e| BackendError::invalid(e.to_string()))
+    }
+
     fn codec(&self) -> Option<Arc<dyn ChatCodec>> {
         let codec = self.policy.text_codec()?;
         Some(Arc::new(PolicyCodec(codec)))

@@ -68,6 +68,8 @@ pub(crate) struct ParsedRequest {
     pub stream: bool,
     /// End a stream with a chunk of token counts (`stream_options.include_usage`).
     pub include_usage: bool,
+    /// The model the request names.
+    pub model: Option<String>,
 }
 
 fn number(obj: &Map<String, Value>, key: &str) -> Result<Option<f64>, ApiError> {
@@ -249,6 +251,18 @@ fn sampling(
     })
 }
 
+/// The `model` a request names, if any.
+fn model(obj: &Map<String, Value>) -> Result<Option<String>, ApiError> {
+    match obj.get("model") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(m)) => Ok(Some(m.clone())),
+        Some(v) => Err(ApiError::invalid(
+            "model",
+            format!("`model` must be a string, got {v}"),
+        )),
+    }
+}
+
 /// The body as a JSON object.
 fn json_object(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
     let value: Value = serde_json::from_slice(body)
@@ -290,6 +304,7 @@ pub(crate) fn parse_chat_request(
         sequences,
         stream,
         include_usage,
+        model: model(obj)?,
     })
 }
 
@@ -300,6 +315,8 @@ pub(crate) struct ParsedCompletion {
     pub sequences: Vec<GenerationRequest>,
     /// Answer with `prompt_token_ids` and `token_ids` in every choice (vLLM's extension).
     pub return_token_ids: bool,
+    /// The model the request names.
+    pub model: Option<String>,
 }
 
 /// The token-id prompt of a completions request.
@@ -376,5 +393,6 @@ pub(crate) fn parse_completion_request(
     Ok(ParsedCompletion {
         sequences: sampling.sequences(Vec::new(), Some(ids), logprobs, include_stop),
         return_token_ids: flag(obj, "return_token_ids")?,
+        model: model(obj)?,
     })
 }

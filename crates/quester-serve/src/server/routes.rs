@@ -8,6 +8,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 
+use super::adapters;
 use super::chat::chat;
 use super::completions::completions;
 use super::http::Shared;
@@ -29,6 +30,14 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
             .route(
                 &format!("/v1/completions{slash}"),
                 post(completions).fallback(not_allowed),
+            )
+            .route(
+                &format!("/v1/load_lora_adapter{slash}"),
+                post(adapters::load).fallback(not_allowed),
+            )
+            .route(
+                &format!("/v1/unload_lora_adapter{slash}"),
+                post(adapters::unload).fallback(not_allowed),
             )
             .route(
                 &format!("/v1/models{slash}"),
@@ -58,15 +67,25 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// The base model, and the adapter loaded now (which requests then name).
 async fn models(State(shared): State<Arc<Shared>>) -> Json<ModelList> {
+    let adapter = shared
+        .adapter
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    let info = |id: String| ModelInfo {
+        id,
+        object: "model".into(),
+        created: shared.started,
+        owned_by: "quester".into(),
+    };
     Json(ModelList {
         object: "list".into(),
-        data: vec![ModelInfo {
-            id: shared.model_id.clone(),
-            object: "model".into(),
-            created: shared.started,
-            owned_by: "quester".into(),
-        }],
+        data: std::iter::once(shared.model_id.clone())
+            .chain(adapter)
+            .map(info)
+            .collect(),
     })
 }
 

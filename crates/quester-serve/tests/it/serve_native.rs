@@ -666,3 +666,156 @@ fn the_remote_sampler_gives_the_native_engines_generations() {
     let finished: Vec<u64> = servers.iter().map(|s| s.stats().finished).collect();
     assert!(finished.iter().all(|&n| n > 0), "{finished:?}");
 }
+
+/// A PEFT adapter of the tiny model with random (non-zero) factors, written to `dir`.
+fn tiny_adapter(dir: &std::path::Path, seed: u64) {
+    use candle_core::{Device, Tensor};
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../quester-model/tests/fixtures/tiny-llama");
+    let mut model = quester_model::load_hf_dir(&path).unwrap().model;
+    model
+        .attach_lora(&quester_model::LoraConfig {
+            rank: 4,
+            alpha: 8.0,
+            target_modules: vec!["q_proj".into(), "v_proj".into(), "down_proj".into()],
+            seed,
+        })
+        .unwrap();
+    for (i, (_, var)) in model.lora_weights().into_iter().enumerate() {
+        let n = var.elem_count();
+        let vals: Vec<f32> = (0..n)
+            .map(|j| (((j * 7 + i * 13 + seed as usize) % 17) as f32 - 8.0) * 0.05)
+            .collect();
+        var.set(&Tensor::from_vec(vals, var.shape(), &Device::Cpu).unwrap())
+            .unwrap();
+    }
+    quester_model::export::export_peft(dir, &model, "tiny").unwrap();
+}
+
+fn post_json(server: &ServerHandle, path: &str, body: &Value) -> (u16, String) {
+    let mut resp = agent()
+        .post(format!("{}/{path}", server.base_url()))
+        .header("Content-Type", "application/json")
+        .send(body.to_string())
+        .unwrap();
+    let status = resp.status().as_u16();
+    (status, resp.body_mut().read_to_string().unwrap())
+}
+
+/// A trainer's weight sync: the adapter loaded under a versioned name answers as the trainer's
+/// own policy with that adapter does; a request naming another version is refused while it is
+/// loaded; unloading serves the base model again.
+#[test]
+fn a_loaded_adapter_answers_as_the_policy_with_it_and_versions_are_enforced() {
+    use quester_train::policy::{ChatMessage, GenRequest, SamplingParams};
+    let tmp = tempfile::tempdir().unwrap();
+    let (v1, v2) = (tmp.path().join("v1"), tmp.path().join("v2"));
+    tiny_adapter(&v1, 1);
+    tiny_adapter(&v2, 2);
+    let server = tiny_server(ServeConfig::default());
+    let codec = tiny_codec();
+    let prompt = codec
+        .encode(&[ChatMessage::user("pick an arm")], "")
+        .unwrap();
+    let ask = |model: Option<&str>| {
+        let mut body = json!({"prompt": prompt, "temperature": 1.0, "seed": 5, "max_tokens": 8,
+            "return_token_ids": true});
+        if let Some(m) = model {
+            body["model"] = json!(m);
+        }
+        complete(&server, &body)
+    };
+    // What the trainer's own policy gives with each adapter.
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../quester-model/tests/fixtures/tiny-llama");
+    let mut table = toml::Table::new();
+    quester_train::config::migrate::apply_overrides(
+        &mut table,
+        &[format!("model.path={}", path.display())],
+    )
+    .unwrap();
+    let cfg = quester_train::TrainConfig::from_table(table).unwrap();
+    let mut policy = quester_train::api::build_policy(&cfg).unwrap();
+    let request = GenRequest {
+        messages: Vec::new(),
+        response_prefix: String::new(),
+        prompt_ids: Some(prompt.clone()),
+        params: SamplingParams {
+            temperature: 1.0,
+            max_new_tokens: 8,
+            seed: 5,
+            ..SamplingParams::default()
+        },
+    };
+    let mut expect = |dir: Option<&std::path::Path>| {
+        policy.set_adapter(dir).unwrap();
+        policy.generate(std::slice::from_ref(&request)).unwrap()[0]
+            .response_ids
+            .clone()
+    };
+    let (base_ids, v1_ids, v2_ids) = (expect(None), expect(Some(&v1)), expect(Some(&v2)));
+    assert!(
+        base_ids != v1_ids && v1_ids != v2_ids,
+        "the adapters change nothing"
+    );
+
+    let (status, v) = ask(None);
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(ids(&v["choices"][0]["token_ids"]), base_ids);
+    let load = |name: &str, dir: &std::path::Path| {
+        post_json(
+            &server,
+            "load_lora_adapter",
+            &json!({"lora_name": name, "lora_path": dir.display().to_string(),
+                "load_inplace": true}),
+        )
+    };
+    let (status, text) = load("policy-v1", &v1);
+    assert_eq!(status, 200, "{text}");
+    let (status, v) = ask(Some("policy-v1"));
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(ids(&v["choices"][0]["token_ids"]), v1_ids);
+    let (status, text) = load("policy-v2", &v2);
+    assert_eq!(status, 200, "{text}");
+    assert_eq!(
+        ids(&ask(Some("policy-v2")).1["choices"][0]["token_ids"]),
+        v2_ids
+    );
+    // The old version is gone: a request for it is refused, not answered by v2.
+    let (status, v) = ask(Some("policy-v1"));
+    assert_eq!(status, 400, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("policy-v2"),
+        "{v}"
+    );
+    let models = agent()
+        .get(format!("{}/models", server.base_url()))
+        .call()
+        .unwrap()
+        .body_mut()
+        .read_to_string()
+        .unwrap();
+    assert!(models.contains("\"policy-v2\""), "{models}");
+    // Bad adapter requests name their field; the loaded adapter stays.
+    let (status, text) = load("policy-v3", tmp.path());
+    assert_eq!(status, 400, "{text}");
+    assert!(text.contains("lora_path"), "{text}");
+    let (status, text) = post_json(
+        &server,
+        "unload_lora_adapter",
+        &json!({"lora_name": "policy-v1"}),
+    );
+    assert_eq!(status, 400, "{text}");
+    assert_eq!(ids(&ask(None).1["choices"][0]["token_ids"]), v2_ids);
+    // Unloaded: the base model again.
+    let (status, text) = post_json(
+        &server,
+        "unload_lora_adapter",
+        &json!({"lora_name": "policy-v2"}),
+    );
+    assert_eq!(status, 200, "{text}");
+    assert_eq!(ids(&ask(None).1["choices"][0]["token_ids"]), base_ids);
+}

@@ -142,6 +142,15 @@ pub trait Policy {
         Ok(())
     }
 
+    /// Replaces the policy's LoRA adapter with the PEFT adapter in `dir` (None: no adapter,
+    /// the base model), for serving: a trainer's rollout workers take each update this way.
+    /// Policies that cannot refuse.
+    fn set_adapter(&mut self, _dir: Option<&Path>) -> Result<(), TrainError> {
+        Err(TrainError::Policy(
+            "this policy cannot load LoRA adapters".into(),
+        ))
+    }
+
     /// The policy's chat template and tokenizer, usable from other threads while it generates
     /// (None for a policy without a tokenizer).
     fn text_codec(&self) -> Option<std::sync::Arc<dyn TextCodec>> {

@@ -425,6 +425,19 @@ impl Policy for NativePolicy {
         self.prompt_ids(messages, response_prefix)
     }
 
+    /// The base model (its weights shared, not copied) with the adapter attached, in a fresh
+    /// training step: the optimiser state starts over, as a served model has none to keep.
+    fn set_adapter(&mut self, dir: Option<&Path>) -> Result<(), TrainError> {
+        let mut model = self.step.model().0.without_lora();
+        if let Some(dir) = dir {
+            quester_model::export::load_peft(dir, &mut model)
+                .map_err(|e| TrainError::Policy(format!("adapter {}: {e}", dir.display())))?;
+        }
+        self.step = TrainStep::new(PolicyModel(model), self.step.config().clone()).map_err(err)?;
+        self.forget_decode_weights();
+        Ok(())
+    }
+
     fn text_codec(&self) -> Option<Arc<dyn TextCodec>> {
         Some(Arc::new(NativeCodec {
             template: self.template.clone(),
