@@ -570,20 +570,26 @@ fn copy_atomic(from: &Path, to: &Path, how: How) -> Result<(), ExperimentError> 
             How::Plain => {
                 let mut output = output;
                 std::io::copy(&mut input, &mut output)?;
-                output.into_inner().map_err(|e| e.into_error())?.sync_all()
+                output
+                    .into_inner()
+                    .map_err(std::io::IntoInnerError::into_error)?
+                    .sync_all()
             }
             How::Gzip => {
                 let mut gz = flate2::write::GzEncoder::new(output, flate2::Compression::default());
                 std::io::copy(&mut input, &mut gz)?;
                 gz.finish()?
                     .into_inner()
-                    .map_err(|e| e.into_error())?
+                    .map_err(std::io::IntoInnerError::into_error)?
                     .sync_all()
             }
             How::Gunzip => {
                 let mut output = output;
                 std::io::copy(&mut flate2::read::GzDecoder::new(input), &mut output)?;
-                output.into_inner().map_err(|e| e.into_error())?.sync_all()
+                output
+                    .into_inner()
+                    .map_err(std::io::IntoInnerError::into_error)?
+                    .sync_all()
             }
         }
     })();

@@ -621,7 +621,7 @@ fn the_remote_sampler_gives_the_native_engines_generations() {
     .unwrap();
     let cfg = quester_train::TrainConfig::from_table(table).unwrap();
     let mut native = quester_train::api::build_policy(&cfg).unwrap();
-    let urls: Vec<String> = servers.iter().map(|s| s.base_url()).collect();
+    let urls: Vec<String> = servers.iter().map(ServerHandle::base_url).collect();
     let mut remote = RemoteSampler::new(
         &urls,
         &OpenAiConfig {
