@@ -66,14 +66,20 @@ pub struct ReportArgs {
 pub fn train(args: TrainArgs) -> anyhow::Result<()> {
     let (summary, run_dir) = match &args.resume {
         Some(dir) => (
-            quester_train::resume(dir).with_context(|| format!("resuming {}", dir.display()))?,
+            quester_train::resume_with(dir, Some(&quester_serve::openai::rollout_sampler))
+                .with_context(|| format!("resuming {}", dir.display()))?,
             dir.clone(),
         ),
         None => {
             let path = args.config.as_deref().context("--config is required")?;
             let cfg = load_config(path, &args.overrides)?;
-            let summary = quester_train::train(&cfg, &args.run_dir, false)
-                .with_context(|| format!("training into {}", args.run_dir.display()))?;
+            let summary = quester_train::train_with(
+                &cfg,
+                &args.run_dir,
+                false,
+                Some(&quester_serve::openai::rollout_sampler),
+            )
+            .with_context(|| format!("training into {}", args.run_dir.display()))?;
             (summary, args.run_dir.clone())
         }
     };

@@ -453,6 +453,13 @@ impl Runner {
             }
             Unit::Train { run, seed } => {
                 let cfg = self.plan.config(run, seed)?;
+                if cfg.rollout.engine != quester_train::config::RolloutEngine::Native {
+                    return Err(wrap(quester_train::TrainError::Config(
+                        "rollout.engine: plans sample their rollouts with the native engine; \
+                         \"openai\" is for quester train"
+                            .into(),
+                    )));
+                }
                 let dir = self.seed_dir(run, seed).join("train");
                 let resume = RunDir::new(&dir).config_path().is_file();
                 let factory = api::env_factory(&cfg);

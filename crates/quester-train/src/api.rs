@@ -46,6 +46,24 @@ pub fn env_factory(cfg: &TrainConfig) -> Box<EnvFactory<'static>> {
 /// Trains per `cfg` into `run_dir` (a fresh run, or with `resume` the continuation of the run
 /// already there from its last checkpoint; the config must then equal the run's own).
 pub fn train(cfg: &TrainConfig, run_dir: &Path, resume: bool) -> Result<TrainSummary, TrainError> {
+    train_with(cfg, run_dir, resume, None)
+}
+
+/// Builds the rollout sampler of `rollout.engine = "openai"` for a policy's codec (the HTTP
+/// client lives above this crate: `quester_serve::openai::rollout_sampler`).
+pub type SamplerFactory<'a> =
+    &'a dyn Fn(
+        &TrainConfig,
+        std::sync::Arc<dyn crate::policy::TextCodec>,
+    ) -> Result<Box<dyn crate::policy::remote::RolloutSampler>, TrainError>;
+
+/// [`train`], with the sampler factory that `rollout.engine = "openai"` needs.
+pub fn train_with(
+    cfg: &TrainConfig,
+    run_dir: &Path,
+    resume: bool,
+    sampler: Option<SamplerFactory<'_>>,
+) -> Result<TrainSummary, TrainError> {
     // Fail on a bad config (building the method validates it), env name or settings before
     // building the model.
     let templates = PromptTemplates::from_config(cfg)?;
@@ -53,17 +71,44 @@ pub fn train(cfg: &TrainConfig, run_dir: &Path, resume: bool) -> Result<TrainSum
     let factory = env_factory(cfg);
     factory(&toml::Table::new())?;
     factory(&cfg.eval.env_settings)?;
-    let policy = build_policy(cfg)?;
+    let remote = cfg.rollout.engine == crate::config::RolloutEngine::Openai;
+    if remote && sampler.is_none() {
+        return Err(TrainError::Config(
+            "rollout.engine: \"openai\" needs the rollout client of the quester binary \
+             (quester train)"
+                .into(),
+        ));
+    }
+    let mut policy = build_policy(cfg)?;
+    if let (true, Some(make)) = (remote, sampler) {
+        let codec = policy.text_codec().ok_or_else(|| {
+            TrainError::Config("rollout.engine: \"openai\" needs a policy with a tokenizer".into())
+        })?;
+        let sampler = make(cfg, codec)?;
+        policy = Box::new(crate::policy::remote::RemoteRolloutPolicy::new(
+            policy,
+            sampler,
+            &run_dir.join("adapters"),
+        ));
+    }
     let mut trainer = Trainer::open(cfg.clone(), method, policy, factory, run_dir, resume)?;
     trainer.run()
 }
 
 /// Continues the run in `run_dir` with its own config.resolved.toml.
 pub fn resume(run_dir: &Path) -> Result<TrainSummary, TrainError> {
+    resume_with(run_dir, None)
+}
+
+/// [`resume`], with the sampler factory that `rollout.engine = "openai"` needs.
+pub fn resume_with(
+    run_dir: &Path,
+    sampler: Option<SamplerFactory<'_>>,
+) -> Result<TrainSummary, TrainError> {
     let path = RunDir::new(run_dir).config_path();
     let table = quester_config::read_table(&path)?;
     let cfg = TrainConfig::parse_table(table)?;
-    train(&cfg, run_dir, true)
+    train_with(&cfg, run_dir, true, sampler)
 }
 
 /// One point of a pass@k curve.

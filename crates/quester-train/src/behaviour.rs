@@ -58,7 +58,16 @@ pub fn old_logprobs(
     samples: &[Sample],
     mini_batch: usize,
 ) -> Result<(Vec<Vec<f64>>, Vec<bool>), TrainError> {
-    let sources: Vec<OldSource> = samples.iter().map(old_source).collect();
+    // Another engine's log-probs are close to the trainer's, not equal: rescored, and the gap
+    // between the two is logged.
+    let trainers = policy.logprobs_are_trainers();
+    let sources: Vec<OldSource> = samples
+        .iter()
+        .map(|s| match old_source(s) {
+            OldSource::RecordedExact if !trainers => OldSource::Rescore,
+            source => source,
+        })
+        .collect();
     let mut old: Vec<Vec<f64>> = samples
         .iter()
         .map(|s| s.logprobs.iter().map(|&x| f64::from(x)).collect())
@@ -85,6 +94,25 @@ pub fn old_logprobs(
         }
         for (&i, lp) in chunk.iter().zip(scored) {
             old[i] = lp;
+        }
+    }
+    if !trainers {
+        // The sampler / trainer gap on the samples whose records are the untempered policy's.
+        let (mut sum, mut tokens) = (0.0, 0usize);
+        for (i, s) in samples.iter().enumerate() {
+            if is_on_policy_record(s) {
+                for (&b, &t) in s.logprobs.iter().zip(&old[i]) {
+                    sum += (f64::from(b) - t).abs();
+                    tokens += 1;
+                }
+            }
+        }
+        if tokens > 0 {
+            tracing::info!(
+                mean_abs_logp_gap = sum / tokens as f64,
+                tokens,
+                "sampler log-probs against the trainer's rescoring"
+            );
         }
     }
     if !rescore.is_empty() {

@@ -30,4 +30,7 @@ pub mod run_dir;
 pub(crate) mod scoring;
 pub mod trainer;
 
-pub use api::{evaluate, evaluate_subject, resume, train, EvalReport, EvalSubject, PassK};
+pub use api::{
+    evaluate, evaluate_subject, resume, resume_with, train, train_with, EvalReport, EvalSubject,
+    PassK, SamplerFactory,
+};

@@ -239,6 +239,19 @@ impl OpenAiClient {
             .collect()
     }
 
+    /// Loads the PEFT adapter in `dir` under `name` (`POST /load_lora_adapter` with
+    /// `load_inplace`, vLLM's and `quester serve`'s), with retries. The server must see `dir`.
+    pub fn load_lora_adapter(&self, name: &str, dir: &std::path::Path) -> Result<(), OpenAiError> {
+        let url = self.url("load_lora_adapter");
+        let body = serde_json::json!({
+            "lora_name": name,
+            "lora_path": dir.display().to_string(),
+            "load_inplace": true,
+        });
+        self.send_with_retries(&url, Some(&body.to_string()))
+            .map(|_| ())
+    }
+
     /// The model ids the server lists at `GET /models`.
     pub fn list_models(&self) -> Result<Vec<String>, OpenAiError> {
         let url = self.url("models");

@@ -16,4 +16,4 @@ pub use client::{
 pub use config::OpenAiConfig;
 pub use error::OpenAiError;
 pub use policy::OpenAiPolicy;
-pub use remote_sampler::RemoteSampler;
+pub use remote_sampler::{rollout_sampler, RemoteSampler};

@@ -5,8 +5,11 @@
 
 use std::sync::Arc;
 
+use std::path::Path;
+
+use quester_train::policy::remote::RolloutSampler;
 use quester_train::policy::{ChatMessage, GenRequest, Generation, Policy, TextCodec};
-use quester_train::TrainError;
+use quester_train::{TrainConfig, TrainError};
 
 use super::{ChatParams, OpenAiClient, OpenAiConfig, OpenAiError, TokenCompletion};
 
@@ -193,4 +196,41 @@ impl Policy for RemoteSampler {
     ) -> Result<Vec<u32>, TrainError> {
         self.codec.encode(messages, response_prefix)
     }
+}
+
+impl RolloutSampler for RemoteSampler {
+    fn generate(&mut self, requests: &[GenRequest]) -> Result<Vec<Generation>, TrainError> {
+        Policy::generate(self, requests)
+    }
+
+    /// Loads the adapter into every server; a server that refuses it fails the sync, so no
+    /// request can reach a server holding an older version under the new name.
+    fn load_adapter(&mut self, dir: &Path, name: &str) -> Result<(), TrainError> {
+        for client in &self.clients {
+            client.load_lora_adapter(name, dir).map_err(|e| {
+                TrainError::Policy(format!(
+                    "loading adapter {name} into {}: {e}",
+                    client.config().base_url
+                ))
+            })?;
+        }
+        self.set_model(name);
+        Ok(())
+    }
+}
+
+/// The rollout sampler of `rollout.engine = "openai"`: `rollout.servers`, with the client's
+/// defaults (timeouts, retries) and 8 requests in flight per server.
+pub fn rollout_sampler(
+    cfg: &TrainConfig,
+    codec: Arc<dyn TextCodec>,
+) -> Result<Box<dyn RolloutSampler>, TrainError> {
+    let config = OpenAiConfig {
+        model: "base".into(),
+        max_concurrency: 8,
+        ..OpenAiConfig::default()
+    };
+    let sampler = RemoteSampler::new(&cfg.rollout.servers, &config, codec)
+        .map_err(|e| TrainError::Config(format!("rollout.servers: {e}")))?;
+    Ok(Box::new(sampler))
 }

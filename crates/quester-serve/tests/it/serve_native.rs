@@ -819,3 +819,104 @@ fn a_loaded_adapter_answers_as_the_policy_with_it_and_versions_are_enforced() {
     assert_eq!(status, 200, "{text}");
     assert_eq!(ids(&ask(None).1["choices"][0]["token_ids"]), base_ids);
 }
+
+/// Training with rollouts on servers (`rollout.engine = "openai"`): the first generation
+/// loads the trainer's adapter into every server, an update makes the next generation load
+/// the next version, and each time the servers sample exactly the tokens the trainer's own
+/// engine samples with its current weights.
+#[test]
+fn remote_rollouts_follow_every_update_of_the_trainer() {
+    use quester_train::policy::remote::RemoteRolloutPolicy;
+    use quester_train::policy::{
+        ChatMessage, GenRequest, LossValue, SamplingParams, TrainSeq, TrainablePolicy,
+    };
+
+    let servers = [
+        tiny_server(ServeConfig::default()),
+        tiny_server(ServeConfig::default()),
+    ];
+    let tmp = tempfile::tempdir().unwrap();
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../quester-model/tests/fixtures/tiny-llama");
+    let mut table = toml::Table::new();
+    quester_train::config::migrate::apply_overrides(
+        &mut table,
+        &[
+            format!("model.path={}", path.display()),
+            "training.optimizer.lr=0.5".into(),
+            "rollout.engine=openai".into(),
+            format!(
+                "rollout.servers=[\"{}\", \"{}\"]",
+                servers[0].base_url(),
+                servers[1].base_url()
+            ),
+        ],
+    )
+    .unwrap();
+    let cfg = quester_train::TrainConfig::from_table(table).unwrap();
+    let trainer = quester_train::api::build_policy(&cfg).unwrap();
+    let sampler =
+        quester_serve::openai::rollout_sampler(&cfg, trainer.text_codec().unwrap()).unwrap();
+    let mut policy = RemoteRolloutPolicy::new(trainer, sampler, tmp.path());
+    let requests: Vec<GenRequest> = (0..4u64)
+        .map(|i| GenRequest {
+            messages: vec![ChatMessage::user(format!("arm {i}?"))],
+            response_prefix: "<action>".into(),
+            prompt_ids: None,
+            params: SamplingParams {
+                temperature: 1.0,
+                max_new_tokens: 6,
+                seed: 7 + i,
+                ..SamplingParams::default()
+            },
+        })
+        .collect();
+    let ids = |g: &[quester_train::policy::Generation]| -> Vec<Vec<u32>> {
+        g.iter().map(|x| x.response_ids.clone()).collect()
+    };
+    let before = policy.generate(&requests).unwrap();
+    assert_eq!(policy.version(), 1);
+    let local = policy.trainer_mut().generate(&requests).unwrap();
+    assert_eq!(ids(&before), ids(&local));
+    // One update that raises every sampled token's log-prob.
+    let seqs: Vec<TrainSeq<'_>> = before
+        .iter()
+        .map(|g| TrainSeq {
+            prompt_ids: &g.prompt_ids,
+            response_ids: &g.response_ids,
+            current_logprobs: None,
+        })
+        .collect();
+    let stats = policy
+        .update(
+            &seqs,
+            &mut |lp: &[Vec<f64>]| LossValue {
+                loss: -lp.iter().flatten().sum::<f64>(),
+                dlogp: lp.iter().map(|v| vec![-1.0; v.len()]).collect(),
+            },
+            0.0,
+        )
+        .unwrap();
+    assert!(
+        !stats.skipped_nonfinite && stats.grad_norm > 0.0,
+        "{stats:?}"
+    );
+    let after = policy.generate(&requests).unwrap();
+    assert_eq!(policy.version(), 2);
+    let local = policy.trainer_mut().generate(&requests).unwrap();
+    assert_eq!(ids(&after), ids(&local));
+    assert_ne!(ids(&after), ids(&before), "the update changed no sample");
+    // Both servers hold the new version; the old adapter's files are gone.
+    for s in &servers {
+        let models = agent()
+            .get(format!("{}/models", s.base_url()))
+            .call()
+            .unwrap()
+            .body_mut()
+            .read_to_string()
+            .unwrap();
+        assert!(models.contains("\"policy-v2\""), "{models}");
+    }
+    assert!(!tmp.path().join("policy-v1").exists());
+    assert!(tmp.path().join("policy-v2/adapter_config.json").is_file());
+}

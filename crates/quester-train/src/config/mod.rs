@@ -164,6 +164,38 @@ impl TrainConfig {
         if !(0.0..=1.0).contains(&r.top_p) || r.top_p == 0.0 {
             return bad("rollout.top_p", "must be in (0, 1]");
         }
+        if r.engine == RolloutEngine::Openai {
+            if r.servers.is_empty() {
+                return bad(
+                    "rollout.servers",
+                    "rollout.engine = \"openai\" needs at least one server (a base URL up to \
+                     /v1, e.g. http://127.0.0.1:8000/v1)",
+                );
+            }
+            if let Some(url) = r
+                .servers
+                .iter()
+                .find(|u| !(u.starts_with("http://") || u.starts_with("https://")))
+            {
+                return bad(
+                    "rollout.servers",
+                    &format!("{url:?} must start with http:// or https://"),
+                );
+            }
+            if self.model.kind != PolicyKind::Native || self.model.train != TrainMode::Lora {
+                return bad(
+                    "rollout.engine",
+                    "\"openai\" trains LoRA adapters of the native model only: each update \
+                     reaches the servers as a PEFT adapter; a full fine-tune would need a \
+                     weight-update channel into the servers' workers (docs/serving.md)",
+                );
+            }
+        } else if !r.servers.is_empty() {
+            return bad(
+                "rollout.servers",
+                "servers are used with rollout.engine = \"openai\" only",
+            );
+        }
         if self.training.mini_batch == 0 || self.training.ppo_epochs == 0 {
             return bad("training.mini_batch/ppo_epochs", "must be at least 1");
         }

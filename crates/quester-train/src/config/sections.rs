@@ -226,6 +226,30 @@ pub struct RolloutSection {
     pub top_k: usize,
     /// Turns per attempt; 0 = the environment's own limit.
     pub max_turns: usize,
+    /// Where training rollouts are sampled: the trainer's own engine, or OpenAI-compatible
+    /// servers (`servers`) that take token-id prompts and LoRA adapters (vLLM, `quester serve`).
+    #[serde(skip_serializing_if = "RolloutEngine::is_native")]
+    pub engine: RolloutEngine,
+    /// The servers of `engine = "openai"`, each a base URL up to and including `/v1`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub servers: Vec<String>,
+}
+
+/// `rollout.engine`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum RolloutEngine {
+    /// The trainer's own model generates.
+    #[default]
+    Native,
+    /// `rollout.servers` generate, each update's adapter loaded into them.
+    Openai,
+}
+
+impl RolloutEngine {
+    fn is_native(&self) -> bool {
+        *self == Self::Native
+    }
 }
 
 impl Default for RolloutSection {
@@ -237,6 +261,8 @@ impl Default for RolloutSection {
             top_p: 1.0,
             top_k: 0,
             max_turns: 0,
+            engine: RolloutEngine::Native,
+            servers: Vec::new(),
         }
     }
 }

@@ -7,6 +7,7 @@
 
 pub mod codec;
 pub mod native;
+pub mod remote;
 pub mod tabular;
 
 use serde::{Deserialize, Serialize};
@@ -151,6 +152,13 @@ pub trait Policy {
         ))
     }
 
+    /// Whether the log-probs of its generations are the trainable policy's own, computed by
+    /// the engine it trains (so, sampled untempered and untruncated, they can stand for a
+    /// scoring pass); false when another engine sampled.
+    fn logprobs_are_trainers(&self) -> bool {
+        true
+    }
+
     /// The policy's chat template and tokenizer, usable from other threads while it generates
     /// (None for a policy without a tokenizer).
     fn text_codec(&self) -> Option<std::sync::Arc<dyn TextCodec>> {
@@ -235,4 +243,12 @@ pub trait TrainablePolicy: Policy {
 
     /// Loads what [`TrainablePolicy::save`] wrote.
     fn load(&mut self, dir: &Path) -> Result<(), TrainError>;
+
+    /// Writes the trained LoRA adapter as a PEFT directory `dir` (how rollout servers take
+    /// each update). Policies without one refuse.
+    fn export_adapter(&self, _dir: &Path) -> Result<(), TrainError> {
+        Err(TrainError::Policy(
+            "this policy has no LoRA adapter to export".into(),
+        ))
+    }
 }

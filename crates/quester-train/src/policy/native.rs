@@ -652,4 +652,9 @@ impl TrainablePolicy for NativePolicy {
         self.forget_decode_weights();
         ck.restore_optimizer(self.step.optimizer_mut()).map_err(err)
     }
+
+    fn export_adapter(&self, dir: &Path) -> Result<(), TrainError> {
+        quester_model::export::export_peft(dir, &self.step.model().0, "quester-base")
+            .map_err(|e| TrainError::Policy(format!("adapter {}: {e}", dir.display())))
+    }
 }

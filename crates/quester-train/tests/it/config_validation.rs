@@ -358,3 +358,46 @@ fn micro_batches_need_a_size_or_a_token_budget() {
         "micro_batch_token",
     );
 }
+
+#[test]
+fn rollouts_on_servers_need_servers_and_a_lora_adapter() {
+    let p = "lamer_bandit_cpu.toml";
+    refused(p, &["rollout.engine=\"openai\""], "rollout.servers");
+    refused(
+        p,
+        &[
+            "rollout.engine=\"openai\"",
+            "rollout.servers=[\"127.0.0.1:8000/v1\"]",
+        ],
+        "must start with http",
+    );
+    refused(
+        p,
+        &[
+            "rollout.engine=\"openai\"",
+            "rollout.servers=[\"http://127.0.0.1:8000/v1\"]",
+            "model.train=\"full\"",
+        ],
+        "rollout.engine",
+    );
+    refused(
+        p,
+        &["rollout.servers=[\"http://127.0.0.1:8000/v1\"]"],
+        "rollout.servers",
+    );
+    refused(p, &["rollout.engine=\"vllm\""], "rollout.engine");
+    let c = preset(
+        p,
+        &[
+            "rollout.engine=\"openai\"",
+            "rollout.servers=[\"http://127.0.0.1:8000/v1\"]",
+        ],
+    )
+    .unwrap();
+    // The library alone has no rollout client: it says so instead of sampling natively.
+    let tmp = tempfile::tempdir().unwrap();
+    let e = quester_train::train(&c, tmp.path(), false)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("quester train"), "{e}");
+}
