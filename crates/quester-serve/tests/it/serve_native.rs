@@ -11,16 +11,19 @@ use quester_serve::server::{serve_policy, ServeConfig, ServerHandle};
 use quester_train::policy::Policy;
 use serde_json::{json, Value};
 
-fn tiny_server(config: ServeConfig) -> ServerHandle {
+/// The tiny random Llama's config, with `overrides`.
+fn tiny_config(overrides: &[String]) -> quester_train::TrainConfig {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../quester-model/tests/fixtures/tiny-llama");
+    let mut all = vec![format!("model.path={}", path.display())];
+    all.extend(overrides.iter().cloned());
     let mut table = toml::Table::new();
-    quester_train::config::migrate::apply_overrides(
-        &mut table,
-        &[format!("model.path={}", path.display())],
-    )
-    .unwrap();
-    let cfg = quester_train::TrainConfig::from_table(table).unwrap();
+    quester_train::config::migrate::apply_overrides(&mut table, &all).unwrap();
+    quester_train::TrainConfig::from_table(table).unwrap()
+}
+
+fn tiny_server(config: ServeConfig) -> ServerHandle {
+    let cfg = tiny_config(&[]);
     serve_policy(
         move || {
             quester_train::api::build_policy(&cfg)
@@ -449,15 +452,7 @@ fn complete(server: &ServerHandle, body: &Value) -> (u16, Value) {
 
 /// The tiny model's policy, for rendering prompts and decoding tokens as the server does.
 fn tiny_codec() -> std::sync::Arc<dyn quester_train::policy::TextCodec> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../quester-model/tests/fixtures/tiny-llama");
-    let mut table = toml::Table::new();
-    quester_train::config::migrate::apply_overrides(
-        &mut table,
-        &[format!("model.path={}", path.display())],
-    )
-    .unwrap();
-    let cfg = quester_train::TrainConfig::from_table(table).unwrap();
+    let cfg = tiny_config(&[]);
     quester_train::api::build_policy(&cfg)
         .unwrap()
         .text_codec()
@@ -611,15 +606,7 @@ fn the_remote_sampler_gives_the_native_engines_generations() {
         tiny_server(ServeConfig::default()),
         tiny_server(ServeConfig::default()),
     ];
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../quester-model/tests/fixtures/tiny-llama");
-    let mut table = toml::Table::new();
-    quester_train::config::migrate::apply_overrides(
-        &mut table,
-        &[format!("model.path={}", path.display())],
-    )
-    .unwrap();
-    let cfg = quester_train::TrainConfig::from_table(table).unwrap();
+    let cfg = tiny_config(&[]);
     let mut native = quester_train::api::build_policy(&cfg).unwrap();
     let urls: Vec<String> = servers.iter().map(ServerHandle::base_url).collect();
     let mut remote = RemoteSampler::new(
@@ -726,15 +713,7 @@ fn a_loaded_adapter_answers_as_the_policy_with_it_and_versions_are_enforced() {
         complete(&server, &body)
     };
     // What the trainer's own policy gives with each adapter.
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../quester-model/tests/fixtures/tiny-llama");
-    let mut table = toml::Table::new();
-    quester_train::config::migrate::apply_overrides(
-        &mut table,
-        &[format!("model.path={}", path.display())],
-    )
-    .unwrap();
-    let cfg = quester_train::TrainConfig::from_table(table).unwrap();
+    let cfg = tiny_config(&[]);
     let mut policy = quester_train::api::build_policy(&cfg).unwrap();
     let request = GenRequest {
         messages: Vec::new(),
@@ -836,24 +815,15 @@ fn remote_rollouts_follow_every_update_of_the_trainer() {
         tiny_server(ServeConfig::default()),
     ];
     let tmp = tempfile::tempdir().unwrap();
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../quester-model/tests/fixtures/tiny-llama");
-    let mut table = toml::Table::new();
-    quester_train::config::migrate::apply_overrides(
-        &mut table,
-        &[
-            format!("model.path={}", path.display()),
-            "training.optimizer.lr=0.5".into(),
-            "rollout.engine=openai".into(),
-            format!(
-                "rollout.servers=[\"{}\", \"{}\"]",
-                servers[0].base_url(),
-                servers[1].base_url()
-            ),
-        ],
-    )
-    .unwrap();
-    let cfg = quester_train::TrainConfig::from_table(table).unwrap();
+    let cfg = tiny_config(&[
+        "training.optimizer.lr=0.5".into(),
+        "rollout.engine=openai".into(),
+        format!(
+            "rollout.servers=[\"{}\", \"{}\"]",
+            servers[0].base_url(),
+            servers[1].base_url()
+        ),
+    ]);
     let trainer = quester_train::api::build_policy(&cfg).unwrap();
     let sampler =
         quester_serve::openai::rollout_sampler(&cfg, trainer.text_codec().unwrap()).unwrap();
