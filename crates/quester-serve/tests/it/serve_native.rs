@@ -45,15 +45,20 @@ fn agent() -> ureq::Agent {
         .into()
 }
 
-/// POSTs a chat request; (status, parsed body).
-fn chat(server: &ServerHandle, body: &Value) -> (u16, Value) {
+/// POSTs JSON to `path` under the server's `/v1`; (status, body text).
+fn post_json(server: &ServerHandle, path: &str, body: &Value) -> (u16, String) {
     let mut resp = agent()
-        .post(format!("{}/chat/completions", server.base_url()))
+        .post(format!("{}/{path}", server.base_url()))
         .header("Content-Type", "application/json")
         .send(body.to_string())
         .unwrap();
     let status = resp.status().as_u16();
-    let text = resp.body_mut().read_to_string().unwrap();
+    (status, resp.body_mut().read_to_string().unwrap())
+}
+
+/// POSTs a chat request; (status, parsed body).
+fn chat(server: &ServerHandle, body: &Value) -> (u16, Value) {
+    let (status, text) = post_json(server, "chat/completions", body);
     (status, serde_json::from_str(&text).unwrap())
 }
 
@@ -440,13 +445,7 @@ fn post_raw(server: &ServerHandle, payload: &str) -> TcpStream {
 
 /// POSTs a completions request; (status, parsed body).
 fn complete(server: &ServerHandle, body: &Value) -> (u16, Value) {
-    let mut resp = agent()
-        .post(format!("{}/completions", server.base_url()))
-        .header("Content-Type", "application/json")
-        .send(body.to_string())
-        .unwrap();
-    let status = resp.status().as_u16();
-    let text = resp.body_mut().read_to_string().unwrap();
+    let (status, text) = post_json(server, "completions", body);
     (status, serde_json::from_str(&text).unwrap())
 }
 
@@ -677,16 +676,6 @@ fn tiny_adapter(dir: &std::path::Path, seed: u64) {
             .unwrap();
     }
     quester_model::export::export_peft(dir, &model, "tiny").unwrap();
-}
-
-fn post_json(server: &ServerHandle, path: &str, body: &Value) -> (u16, String) {
-    let mut resp = agent()
-        .post(format!("{}/{path}", server.base_url()))
-        .header("Content-Type", "application/json")
-        .send(body.to_string())
-        .unwrap();
-    let status = resp.status().as_u16();
-    (status, resp.body_mut().read_to_string().unwrap())
 }
 
 /// A trainer's weight sync: the adapter loaded under a versioned name answers as the trainer's
