@@ -56,6 +56,17 @@ fn post_json(server: &ServerHandle, path: &str, body: &Value) -> (u16, String) {
     (status, resp.body_mut().read_to_string().unwrap())
 }
 
+/// The body of `GET /v1/models`.
+fn models(server: &ServerHandle) -> String {
+    agent()
+        .get(format!("{}/models", server.base_url()))
+        .call()
+        .unwrap()
+        .body_mut()
+        .read_to_string()
+        .unwrap()
+}
+
 /// POSTs a chat request; (status, parsed body).
 fn chat(server: &ServerHandle, body: &Value) -> (u16, Value) {
     let (status, text) = post_json(server, "chat/completions", body);
@@ -759,13 +770,7 @@ fn a_loaded_adapter_answers_as_the_policy_with_it_and_versions_are_enforced() {
             .contains("policy-v2"),
         "{v}"
     );
-    let models = agent()
-        .get(format!("{}/models", server.base_url()))
-        .call()
-        .unwrap()
-        .body_mut()
-        .read_to_string()
-        .unwrap();
+    let models = models(&server);
     assert!(models.contains("\"policy-v2\""), "{models}");
     // Bad adapter requests name their field; the loaded adapter stays.
     let (status, text) = load("policy-v3", tmp.path());
@@ -867,13 +872,7 @@ fn remote_rollouts_follow_every_update_of_the_trainer() {
     assert_ne!(ids(&after), ids(&before), "the update changed no sample");
     // Both servers hold the new version; the old adapter's files are gone.
     for s in &servers {
-        let models = agent()
-            .get(format!("{}/models", s.base_url()))
-            .call()
-            .unwrap()
-            .body_mut()
-            .read_to_string()
-            .unwrap();
+        let models = models(s);
         assert!(models.contains("\"policy-v2\""), "{models}");
     }
     assert!(!tmp.path().join("policy-v1").exists());
