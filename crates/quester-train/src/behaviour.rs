@@ -39,6 +39,19 @@ pub(crate) fn is_on_policy_record(s: &Sample) -> bool {
         && s.temperatures.iter().all(|&t| t == 1.0)
 }
 
+/// The ratio's denominators of a step's samples.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Denominators {
+    /// Per sample, per response token.
+    pub old: Vec<Vec<f64>>,
+    /// Whether a sample's denominators are the current weights' until the first update.
+    pub current: Vec<bool>,
+    /// Mean |d log p| between another engine's log-probs and the trainer's rescoring, over the
+    /// tokens sampled untempered from the full distribution (None: the trainer's own engine
+    /// sampled, or no such token).
+    pub sampler_gap: Option<f64>,
+}
+
 /// See the module doc.
 pub(crate) fn old_source(s: &Sample) -> OldSource {
     match (s.old_logprobs, is_on_policy_record(s)) {
@@ -57,7 +70,7 @@ pub fn old_logprobs(
     policy: &mut dyn TrainablePolicy,
     samples: &[Sample],
     mini_batch: usize,
-) -> Result<(Vec<Vec<f64>>, Vec<bool>), TrainError> {
+) -> Result<Denominators, TrainError> {
     // Another engine's log-probs are close to the trainer's, not equal: rescored, and the gap
     // between the two is logged.
     let trainers = policy.logprobs_are_trainers();
@@ -96,6 +109,7 @@ pub fn old_logprobs(
             old[i] = lp;
         }
     }
+    let mut sampler_gap = None;
     if !trainers {
         // The sampler / trainer gap on the samples whose records are the untempered policy's.
         let (mut sum, mut tokens) = (0.0, 0usize);
@@ -108,6 +122,7 @@ pub fn old_logprobs(
             }
         }
         if tokens > 0 {
+            sampler_gap = Some(sum / tokens as f64);
             tracing::info!(
                 mean_abs_logp_gap = sum / tokens as f64,
                 tokens,
@@ -126,7 +141,11 @@ pub fn old_logprobs(
         .iter()
         .map(|&s| s != OldSource::RecordedBehaviour)
         .collect();
-    Ok((old, current))
+    Ok(Denominators {
+        old,
+        current,
+        sampler_gap,
+    })
 }
 
 #[cfg(test)]

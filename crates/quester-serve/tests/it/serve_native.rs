@@ -878,3 +878,47 @@ fn remote_rollouts_follow_every_update_of_the_trainer() {
     assert!(!tmp.path().join("policy-v1").exists());
     assert!(tmp.path().join("policy-v2/adapter_config.json").is_file());
 }
+
+/// `quester train`'s path with `rollout.engine = "openai"`: a LaMer bandit step on the tiny
+/// model samples on a server, loads the adapter, and records the sampler / trainer gap (the
+/// server runs the same engine, so the gap is rounding only).
+#[test]
+fn a_training_run_on_a_server_records_the_sampler_gap() {
+    let server = tiny_server(ServeConfig::default());
+    let tmp = tempfile::tempdir().unwrap();
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let tiny = path.join("../quester-model/tests/fixtures/tiny-llama");
+    let overrides: Vec<String> = [
+        format!("model.path={}", tiny.display()),
+        "rollout.engine=\"openai\"".into(),
+        format!("rollout.servers=[\"{}\"]", server.base_url()),
+        "training.steps=1".into(),
+        "rollout.tasks_per_step=2".into(),
+        "rollout.group_size=2".into(),
+        "rollout.temperature=1.0".into(),
+        "rollout.top_p=1.0".into(),
+        "rollout.top_k=0".into(),
+        "eval.at_end=false".into(),
+    ]
+    .into();
+    let cfg = quester_train::TrainConfig::load(
+        &path.join("../../configs/lamer_bandit_cpu.toml"),
+        &overrides,
+    )
+    .unwrap();
+    let run = tmp.path().join("run");
+    quester_train::train_with(
+        &cfg,
+        &run,
+        false,
+        Some(&quester_serve::openai::rollout_sampler),
+    )
+    .unwrap();
+    let rows = quester_train::run_dir::RunDir::new(&run)
+        .read_metrics()
+        .unwrap();
+    let gap = rows[0]["sampler_logp_gap"].as_f64().expect("a gap logged");
+    assert!(gap < 1e-4, "{gap}");
+    assert!(server.stats().finished > 0);
+    assert!(run.join("adapters/policy-v1/adapter_config.json").is_file());
+}

@@ -277,10 +277,11 @@ impl<'a> Trainer<'a> {
         let t2 = Instant::now();
         let mut stats: Vec<UpdateStats> = Vec::new();
         let mut kls: Vec<f64> = Vec::new();
+        let mut sampler_gap = None;
         let mut skipped = 0usize;
         let advantages = match &adv {
             Ok(a) => {
-                (stats, kls) = self.update(&samples, &a.advantage, step)?;
+                (stats, kls, sampler_gap) = self.update(&samples, &a.advantage, step)?;
                 skipped += stats.iter().filter(|s| s.skipped_nonfinite).count();
                 Some(a.advantage.clone())
             }
@@ -322,6 +323,9 @@ impl<'a> Trainer<'a> {
                 "kl".into(),
                 json!(kls.iter().sum::<f64>() / kls.len() as f64),
             );
+        }
+        if let Some(gap) = sampler_gap {
+            row.insert("sampler_logp_gap".into(), json!(gap));
         }
         row.insert("time_rollout_s".into(), json!(t_rollout));
         row.insert("time_extra_passes_s".into(), json!(t_passes));
@@ -395,15 +399,16 @@ impl<'a> Trainer<'a> {
         samples: &[Sample],
         advantage: &[f64],
         step: usize,
-    ) -> Result<(Vec<UpdateStats>, Vec<f64>), TrainError> {
+    ) -> Result<(Vec<UpdateStats>, Vec<f64>, Option<f64>), TrainError> {
         let t = self.cfg.training.clone();
         let kl_on = self.cfg.algorithm.loss.kl_coef > 0.0;
         let mut kls = Vec::new();
         let lcfg = scoring::loss_config(&self.cfg.algorithm.loss);
         let entropy_coef = self.cfg.algorithm.loss.entropy_coef;
         let mut stats = Vec::new();
-        let (old_all, is_current) =
+        let denominators =
             old_logprobs(self.policy.as_mut(), samples, self.cfg.training.mini_batch)?;
+        let (old_all, is_current) = (denominators.old, denominators.current);
         let current_f32: Vec<Vec<f32>> = old_all
             .iter()
             .map(|v| v.iter().map(|&x| x as f32).collect())
@@ -477,7 +482,7 @@ impl<'a> Trainer<'a> {
                 stats.push(st);
             }
         }
-        Ok((stats, kls))
+        Ok((stats, kls, denominators.sampler_gap))
     }
 }
 

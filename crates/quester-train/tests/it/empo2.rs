@@ -336,7 +336,9 @@ fn the_off_policy_ratio_by_hand_for_both_readings() {
         old_logprobs: reading,
     };
     let samples = [sample(OldLogprobs::Auto), sample(OldLogprobs::Behaviour)];
-    let (old, current) = old_logprobs(&mut policy, &samples, 16).unwrap();
+    let d = old_logprobs(&mut policy, &samples, 16).unwrap();
+    let (old, current) = (d.old, d.current);
+    assert_eq!(d.sampler_gap, None, "the trainer's own engine sampled");
     let ratio = |i: usize| (now - old[i][0]).exp();
     assert!((ratio(0) - 1.0).abs() < 1e-12, "recomputed: {}", ratio(0));
     assert!(
