@@ -35,6 +35,15 @@ pub struct TrainSummary {
     pub last_metrics: Map<String, Value>,
 }
 
+/// What the updates of one step did.
+struct StepUpdates {
+    stats: Vec<UpdateStats>,
+    /// The mean KL estimate of each mini-batch (with a KL penalty).
+    kls: Vec<f64>,
+    /// See [`crate::behaviour::Denominators::sampler_gap`].
+    sampler_gap: Option<f64>,
+}
+
 /// A training run over any trainable policy and environment factory.
 pub struct Trainer<'a> {
     cfg: TrainConfig,
@@ -281,7 +290,11 @@ impl<'a> Trainer<'a> {
         let mut skipped = 0usize;
         let advantages = match &adv {
             Ok(a) => {
-                (stats, kls, sampler_gap) = self.update(&samples, &a.advantage, step)?;
+                StepUpdates {
+                    stats,
+                    kls,
+                    sampler_gap,
+                } = self.update(&samples, &a.advantage, step)?;
                 skipped += stats.iter().filter(|s| s.skipped_nonfinite).count();
                 Some(a.advantage.clone())
             }
@@ -399,7 +412,7 @@ impl<'a> Trainer<'a> {
         samples: &[Sample],
         advantage: &[f64],
         step: usize,
-    ) -> Result<(Vec<UpdateStats>, Vec<f64>, Option<f64>), TrainError> {
+    ) -> Result<StepUpdates, TrainError> {
         let t = self.cfg.training.clone();
         let kl_on = self.cfg.algorithm.loss.kl_coef > 0.0;
         let mut kls = Vec::new();
@@ -482,7 +495,11 @@ impl<'a> Trainer<'a> {
                 stats.push(st);
             }
         }
-        Ok((stats, kls, denominators.sampler_gap))
+        Ok(StepUpdates {
+            stats,
+            kls,
+            sampler_gap: denominators.sampler_gap,
+        })
     }
 }
 
