@@ -100,6 +100,7 @@ fn main() {
             old_logp: &old[i],
             ref_logp: None,
             entropy: Some(&ent[i]),
+            is_weight: None,
             advantage: (i as f64 - 32.0) / 16.0,
             objective: TokenObjective::Clipped,
         })

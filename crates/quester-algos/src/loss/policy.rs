@@ -4,6 +4,7 @@
 
 use crate::error::{check_finite, check_len, AlgoError};
 use crate::loss::aggregate::{aggregate, response_weights, Aggregation};
+use crate::loss::correction::RolloutCorrection;
 use crate::loss::entropy::aggregated_entropy;
 use crate::loss::hindsight::hindsight_token;
 use crate::loss::kl::{kl_token, KlEstimator};
@@ -43,6 +44,11 @@ pub struct PolicyLossConfig {
     pub min_behaviour_logp: Option<f64>,
     /// HeRL's gamma in `rho / (rho + gamma)` (1 for instruction following, 0.1 medical).
     pub hindsight_gamma: f64,
+    /// How the trainer weighs tokens another distribution sampled (see
+    /// [`crate::loss::correction`]); the loss itself applies the weights it is given.
+    pub rollout_correction: RolloutCorrection,
+    /// TIS's cap C on each token's importance weight (>= 1; 2 as in the TIS write-up and verl).
+    pub tis_cap: f64,
 }
 
 impl Default for PolicyLossConfig {
@@ -57,6 +63,8 @@ impl Default for PolicyLossConfig {
             kl_estimator: KlEstimator::K3,
             min_behaviour_logp: None,
             hindsight_gamma: 1.0,
+            rollout_correction: RolloutCorrection::None,
+            tis_cap: 2.0,
         }
     }
 }
@@ -99,6 +107,9 @@ impl PolicyLossConfig {
                 "a finite number > 0",
             );
         }
+        if !(self.tis_cap >= 1.0 && self.tis_cap.is_finite()) {
+            return bad("tis_cap", self.tis_cap, "a finite number >= 1");
+        }
         if let Some(m) = self.min_behaviour_logp {
             if m.is_nan() {
                 return bad("min_behaviour_logp", m, "a log-prob (number <= 0)");
@@ -120,6 +131,9 @@ pub struct ResponseTokens<'a> {
     pub ref_logp: Option<&'a [f64]>,
     /// Per-token entropies of the policy; required when `entropy_coef > 0`.
     pub entropy: Option<&'a [f64]>,
+    /// Per-token importance weights of the policy-gradient term (TIS), constants in the
+    /// backward pass; None weighs every token 1. The KL term is not weighted.
+    pub is_weight: Option<&'a [f64]>,
     /// The response's advantage, applied to each of its tokens.
     pub advantage: f64,
     pub objective: TokenObjective,
@@ -189,6 +203,10 @@ pub fn policy_loss(
             }
             None => {}
         }
+        if let Some(w) = r.is_weight {
+            check_len(&format!("is_weight of response {i}"), n, w.len())?;
+            check_finite(&format!("is_weight of response {i}"), w)?;
+        }
         match r.entropy {
             Some(e) => {
                 check_len(&format!("entropy of response {i}"), n, e.len())?;
@@ -243,8 +261,9 @@ pub fn policy_loss(
                         hindsight_token(lp, op, r.advantage, cfg.hindsight_gamma)
                     }
                 };
-                pg_i[t] = l;
-                g_i[t] = g;
+                let w = r.is_weight.map_or(1.0, |w| w[t]);
+                pg_i[t] = w * l;
+                g_i[t] = w * g;
                 if let Some(rl) = r.ref_logp {
                     let (v, dv) = kl_token(lp, rl[t], cfg.kl_estimator);
                     kl_i[t] = v;

@@ -14,6 +14,8 @@ struct Batch {
     old: Vec<Vec<f64>>,
     refp: Vec<Vec<f64>>,
     ent: Vec<Vec<f64>>,
+    /// TIS weights (constants of the backward pass).
+    w: Vec<Vec<f64>>,
     adv: Vec<f64>,
     obj: Vec<TokenObjective>,
 }
@@ -26,6 +28,7 @@ impl Batch {
                 old_logp: &self.old[i],
                 ref_logp: Some(&self.refp[i]),
                 entropy: Some(&self.ent[i]),
+                is_weight: Some(&self.w[i]),
                 advantage: self.adv[i],
                 objective: self.obj[i],
             })
@@ -54,6 +57,7 @@ fn batch_strategy() -> impl Strategy<Value = Batch> {
             prop::collection::vec(0.0f64..2.0, n),
             -2.0f64..2.0,
             any::<bool>(),
+            prop::collection::vec(0.2f64..2.0, n),
         )
     });
     prop::collection::vec(response, 1..4).prop_map(|rs| {
@@ -62,10 +66,12 @@ fn batch_strategy() -> impl Strategy<Value = Batch> {
             old: vec![],
             refp: vec![],
             ent: vec![],
+            w: vec![],
             adv: vec![],
             obj: vec![],
         };
-        for (old, shift, rshift, ent, adv, hind) in rs {
+        for (old, shift, rshift, ent, adv, hind, w) in rs {
+            b.w.push(w);
             b.new
                 .push(old.iter().zip(&shift).map(|(o, s)| o + s).collect());
             b.refp
@@ -107,6 +113,7 @@ fn config_strategy() -> impl Strategy<Value = PolicyLossConfig> {
                 kl_estimator,
                 min_behaviour_logp: min_logp,
                 hindsight_gamma: gamma,
+                ..PolicyLossConfig::default()
             },
         )
 }
@@ -180,6 +187,7 @@ fn whole_batch_by_hand() {
             old_logp: &[0.0, 0.0],
             ref_logp: None,
             entropy: Some(&[0.3, 0.6]),
+            is_weight: None,
             advantage: 1.0,
             objective: TokenObjective::Clipped,
         },
@@ -188,6 +196,7 @@ fn whole_batch_by_hand() {
             old_logp: &[-1.0],
             ref_logp: None,
             entropy: Some(&[0.9]),
+            is_weight: None,
             advantage: -1.0,
             objective: TokenObjective::Hindsight,
         },
@@ -212,6 +221,7 @@ fn low_probability_masking_drops_a_response_everywhere() {
             old_logp: &[-0.5],
             ref_logp: None,
             entropy: None,
+            is_weight: None,
             advantage: 2.0,
             objective: TokenObjective::Clipped,
         },
@@ -220,6 +230,7 @@ fn low_probability_masking_drops_a_response_everywhere() {
             old_logp: &[-6.0, -0.1],
             ref_logp: None,
             entropy: None,
+            is_weight: None,
             advantage: 5.0,
             objective: TokenObjective::Clipped,
         },
@@ -237,12 +248,44 @@ fn low_probability_masking_drops_a_response_everywhere() {
 }
 
 #[test]
+fn tis_weights_scale_the_policy_term_and_not_the_kl() {
+    // One token, rho = 1 (new = old = ln 0.5), A = 1: pg term -1, gradient -1. Reference
+    // ln 0.25, k1: KL = ln 0.5 - ln 0.25 = ln 2, gradient 1. Weight 0.5 from TIS with
+    // trainer ln 0.5 against sampler ln 1 (ratio 0.5, under the cap 2).
+    let lp = [0.5f64.ln()];
+    let w = quester_algos::truncated_is_weights(&lp, &[0.0], 2.0);
+    assert!((w[0] - 0.5).abs() < 1e-12);
+    let r = ResponseTokens {
+        new_logp: &lp,
+        old_logp: &lp,
+        ref_logp: Some(&[0.25f64.ln()]),
+        entropy: None,
+        is_weight: Some(&w),
+        advantage: 1.0,
+        objective: TokenObjective::Clipped,
+    };
+    let cfg = PolicyLossConfig {
+        entropy_coef: 0.0,
+        kl_coef: 0.1,
+        kl_estimator: KlEstimator::K1,
+        ..Default::default()
+    };
+    let out = policy_loss(&[r], &cfg).unwrap();
+    let ln2 = 2f64.ln();
+    assert!((out.stats.pg_loss + 0.5).abs() < 1e-12);
+    assert!((out.stats.kl - ln2).abs() < 1e-12);
+    assert!((out.loss - (-0.5 + 0.1 * ln2)).abs() < 1e-12);
+    assert!((out.grad[0][0] - (-0.5 + 0.1)).abs() < 1e-12);
+}
+
+#[test]
 fn missing_or_bad_inputs_are_errors() {
     let ok = ResponseTokens {
         new_logp: &[-0.5],
         old_logp: &[-0.5],
         ref_logp: None,
         entropy: None,
+        is_weight: None,
         advantage: 1.0,
         objective: TokenObjective::Clipped,
     };
@@ -274,5 +317,16 @@ fn missing_or_bad_inputs_are_errors() {
     };
     let e = policy_loss(&[ok], &bad).unwrap_err();
     assert!(e.to_string().contains("dual_clip"), "{e}");
+    let short_weight = ResponseTokens {
+        is_weight: Some(&[]),
+        ..ok
+    };
+    assert!(policy_loss(&[short_weight], &plain).is_err());
+    let cap = PolicyLossConfig {
+        tis_cap: 0.5,
+        ..plain.clone()
+    };
+    let e = policy_loss(&[ok], &cap).unwrap_err();
+    assert!(e.to_string().contains("tis_cap"), "{e}");
     assert_eq!(policy_loss(&[], &plain).unwrap().loss, 0.0);
 }

@@ -134,6 +134,7 @@ fn losses_and_gradients_match_the_literal_formulas() {
                 old_logp: &r.old_logp,
                 ref_logp: Some(&r.ref_logp),
                 entropy: Some(&r.entropy),
+                is_weight: None,
                 advantage: r.advantage,
                 objective: r.objective,
             })

@@ -16,11 +16,28 @@ use super::{ChatParams, OpenAiClient, OpenAiConfig, OpenAiError, TokenCompletion
 /// A [`Policy`] whose generations come from one or more servers. Requests are spread over the
 /// servers by tokens: each goes to the server with the fewest prompt plus new tokens assigned
 /// so far in the call.
+///
+/// A server that cannot be reached (connection refused or reset, a timeout, HTTP 5xx after the
+/// client's retries) is taken out: its requests go to the others, and it gets no work until it
+/// has loaded the current adapter at a later weight sync. With every server out, the call fails
+/// naming each one and its error.
 pub struct RemoteSampler {
     clients: Vec<OpenAiClient>,
+    /// Per server: taken out after an unreachable answer, until it loads an adapter again.
+    out: Vec<bool>,
     codec: Arc<dyn TextCodec>,
     /// The model or adapter id every request names.
     model: String,
+}
+
+/// The server could not serve at all (as against refusing one request): its work may go to
+/// another server.
+fn unreachable(e: &OpenAiError) -> bool {
+    match e {
+        OpenAiError::Timeout { .. } | OpenAiError::Transport { .. } => true,
+        OpenAiError::Status { status, .. } => *status >= 500,
+        _ => false,
+    }
 }
 
 impl RemoteSampler {
@@ -46,6 +63,7 @@ impl RemoteSampler {
             })
             .collect::<Result<_, _>>()?;
         Ok(Self {
+            out: vec![false; base_urls.len()],
             clients,
             codec,
             model: config.model.clone(),
@@ -87,16 +105,85 @@ impl RemoteSampler {
         Ok((prompt, params))
     }
 
-    /// The server each request goes to: the least loaded in tokens so far.
-    fn assign(&self, sizes: &[usize]) -> Vec<usize> {
-        let mut load = vec![0usize; self.clients.len()];
-        sizes
+    /// The servers taken out after an unreachable answer (see the type's doc).
+    pub fn servers_out(&self) -> Vec<&str> {
+        self.clients
             .iter()
-            .map(|&size| {
-                let server = (0..load.len()).min_by_key(|&s| load[s]).unwrap_or(0);
-                load[server] += size;
-                server
-            })
+            .zip(&self.out)
+            .filter(|(_, &out)| out)
+            .map(|(c, _)| c.config().base_url.as_str())
+            .collect()
+    }
+
+    /// The server each request goes to: the serving one least loaded in tokens so far (None
+    /// when every server is out).
+    fn assign(&self, sizes: &[usize]) -> Option<Vec<usize>> {
+        let serving: Vec<usize> = (0..self.clients.len()).filter(|&s| !self.out[s]).collect();
+        if serving.is_empty() {
+            return None;
+        }
+        let mut load = vec![0usize; self.clients.len()];
+        Some(
+            sizes
+                .iter()
+                .map(|&size| {
+                    let server = serving
+                        .iter()
+                        .copied()
+                        .min_by_key(|&s| load[s])
+                        .unwrap_or(serving[0]);
+                    load[server] += size;
+                    server
+                })
+                .collect(),
+        )
+    }
+
+    /// Sends each request of `pending` to its server, side by side, and returns the replies in
+    /// `pending`'s order.
+    fn send(
+        &self,
+        pending: &[usize],
+        servers: &[usize],
+        prepared: &[(Vec<u32>, ChatParams)],
+    ) -> Vec<Result<TokenCompletion, OpenAiError>> {
+        let shares: Vec<Vec<usize>> = (0..self.clients.len())
+            .map(|s| (0..pending.len()).filter(|&k| servers[k] == s).collect())
+            .collect();
+        let mut replies: Vec<Option<Result<TokenCompletion, OpenAiError>>> =
+            (0..pending.len()).map(|_| None).collect();
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = shares
+                .iter()
+                .enumerate()
+                .filter(|(_, share)| !share.is_empty())
+                .map(|(s, share)| {
+                    let batch: Vec<(String, Vec<u32>, ChatParams)> = share
+                        .iter()
+                        .map(|&k| {
+                            let (prompt, params) = &prepared[pending[k]];
+                            (self.model.clone(), prompt.clone(), params.clone())
+                        })
+                        .collect();
+                    let client = &self.clients[s];
+                    (share, scope.spawn(move || client.complete_ids_many(&batch)))
+                })
+                .collect();
+            for (share, handle) in handles {
+                let results = handle.join().unwrap_or_else(|_| {
+                    share
+                        .iter()
+                        .map(|_| Err(OpenAiError::Config("a request thread panicked".into())))
+                        .collect()
+                });
+                for (&k, result) in share.iter().zip(results) {
+                    replies[k] = Some(result);
+                }
+            }
+        });
+        replies
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|| Err(OpenAiError::Config("no answer".into()))))
             .collect()
     }
 
@@ -133,53 +220,53 @@ impl Policy for RemoteSampler {
             .iter()
             .map(|(prompt, params)| prompt.len() + params.max_tokens as usize)
             .collect();
-        let servers = self.assign(&sizes);
-        // Each server's share, with the request indices, sent side by side.
-        let shares: Vec<Vec<usize>> = (0..self.clients.len())
-            .map(|s| (0..requests.len()).filter(|&i| servers[i] == s).collect())
-            .collect();
-        let mut replies: Vec<Option<Result<TokenCompletion, OpenAiError>>> =
-            (0..requests.len()).map(|_| None).collect();
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = shares
-                .iter()
-                .enumerate()
-                .filter(|(_, share)| !share.is_empty())
-                .map(|(s, share)| {
-                    let batch: Vec<(String, Vec<u32>, ChatParams)> = share
-                        .iter()
-                        .map(|&i| {
-                            (
-                                self.model.clone(),
-                                prepared[i].0.clone(),
-                                prepared[i].1.clone(),
-                            )
-                        })
-                        .collect();
-                    let client = &self.clients[s];
-                    (share, scope.spawn(move || client.complete_ids_many(&batch)))
-                })
-                .collect();
-            for (share, handle) in handles {
-                let results = handle.join().unwrap_or_else(|_| {
-                    share
-                        .iter()
-                        .map(|_| Err(OpenAiError::Config("a request thread panicked".into())))
-                        .collect()
-                });
-                for (&i, result) in share.iter().zip(results) {
-                    replies[i] = Some(result);
+        let mut replies: Vec<Option<TokenCompletion>> = (0..requests.len()).map(|_| None).collect();
+        let mut pending: Vec<usize> = (0..requests.len()).collect();
+        // Why each server was taken out, for the error when none is left.
+        let mut why: Vec<String> = Vec::new();
+        while !pending.is_empty() {
+            let pending_sizes: Vec<usize> = pending.iter().map(|&i| sizes[i]).collect();
+            let Some(servers) = self.assign(&pending_sizes) else {
+                return Err(TrainError::Policy(format!(
+                    "every rollout server is out ({}); {} request(s) unanswered",
+                    if why.is_empty() {
+                        "taken out at an earlier step".to_string()
+                    } else {
+                        why.join("; ")
+                    },
+                    pending.len()
+                )));
+            };
+            let results = self.send(&pending, &servers, &prepared);
+            let mut again = Vec::new();
+            for ((&i, &server), result) in pending.iter().zip(&servers).zip(results) {
+                match result {
+                    Ok(reply) => replies[i] = Some(reply),
+                    Err(e) if unreachable(&e) => {
+                        if !self.out[server] {
+                            let url = &self.clients[server].config().base_url;
+                            tracing::warn!(
+                                server = %url,
+                                error = %e,
+                                "rollout server taken out; its requests go to the others"
+                            );
+                            why.push(format!("{url}: {e}"));
+                            self.out[server] = true;
+                        }
+                        again.push(i);
+                    }
+                    Err(e) => return Err(TrainError::Policy(format!("request {i}: {e}"))),
                 }
             }
-        });
+            pending = again;
+        }
         replies
             .into_iter()
             .zip(prepared)
             .enumerate()
             .map(|(i, (reply, (prompt, params)))| {
                 let reply = reply
-                    .ok_or_else(|| TrainError::Policy(format!("request {i} got no answer")))?
-                    .map_err(|e| TrainError::Policy(format!("request {i}: {e}")))?;
+                    .ok_or_else(|| TrainError::Policy(format!("request {i} got no answer")))?;
                 self.generation(prompt, params.temperature, reply)
             })
             .collect()
@@ -203,16 +290,40 @@ impl RolloutSampler for RemoteSampler {
         Policy::generate(self, requests)
     }
 
-    /// Loads the adapter into every server; a server that refuses it fails the sync, so no
-    /// request can reach a server holding an older version under the new name.
+    /// Loads the adapter into every server, those taken out included: one that loads it serves
+    /// again, one still unreachable stays out. A server that answers but refuses the adapter
+    /// fails the sync, and so does a sync that leaves no server, so no request can reach a
+    /// server holding an older version under the new name.
     fn load_adapter(&mut self, dir: &Path, name: &str) -> Result<(), TrainError> {
-        for client in &self.clients {
-            client.load_lora_adapter(name, dir).map_err(|e| {
-                TrainError::Policy(format!(
-                    "loading adapter {name} into {}: {e}",
-                    client.config().base_url
-                ))
-            })?;
+        let mut why = Vec::new();
+        for (s, client) in self.clients.iter().enumerate() {
+            let url = &client.config().base_url;
+            match client.load_lora_adapter(name, dir) {
+                Ok(()) => {
+                    if self.out[s] {
+                        tracing::info!(server = %url, adapter = name, "rollout server back");
+                    }
+                    self.out[s] = false;
+                }
+                Err(e) if unreachable(&e) => {
+                    if !self.out[s] {
+                        tracing::warn!(server = %url, error = %e, "rollout server taken out");
+                    }
+                    self.out[s] = true;
+                    why.push(format!("{url}: {e}"));
+                }
+                Err(e) => {
+                    return Err(TrainError::Policy(format!(
+                        "loading adapter {name} into {url}: {e}"
+                    )))
+                }
+            }
+        }
+        if self.out.iter().all(|&o| o) {
+            return Err(TrainError::Policy(format!(
+                "loading adapter {name}: every rollout server is out ({})",
+                why.join("; ")
+            )));
         }
         self.set_model(name);
         Ok(())

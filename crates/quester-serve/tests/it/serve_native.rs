@@ -881,7 +881,7 @@ fn remote_rollouts_follow_every_update_of_the_trainer() {
 
 /// `quester train`'s path with `rollout.engine = "openai"`: a LaMer bandit step on the tiny
 /// model samples on a server, loads the adapter, and records the sampler / trainer gap (the
-/// server runs the same engine, so the gap is rounding only).
+/// server runs the same engine, so the gap is rounding only, and TIS weighs every token about 1).
 #[test]
 fn a_training_run_on_a_server_records_the_sampler_gap() {
     let server = tiny_server(ServeConfig::default());
@@ -899,6 +899,7 @@ fn a_training_run_on_a_server_records_the_sampler_gap() {
         "rollout.top_p=1.0".into(),
         "rollout.top_k=0".into(),
         "eval.at_end=false".into(),
+        "algorithm.loss.rollout_correction=\"tis\"".into(),
     ]
     .into();
     let cfg = quester_train::TrainConfig::load(
@@ -919,6 +920,81 @@ fn a_training_run_on_a_server_records_the_sampler_gap() {
         .unwrap();
     let gap = rows[0]["sampler_logp_gap"].as_f64().expect("a gap logged");
     assert!(gap < 1e-4, "{gap}");
+    let kl = rows[0]["sampler_kl"].as_f64().expect("a KL logged");
+    assert!((0.0..1e-8).contains(&kl), "{kl}");
+    let w = rows[0]["tis_weight_mean"].as_f64().expect("TIS weights logged");
+    assert!((w - 1.0).abs() < 1e-4, "{w}");
+    assert_eq!(rows[0]["tis_truncated_fraction"].as_f64(), Some(0.0));
     assert!(server.stats().finished > 0);
     assert!(run.join("adapters/policy-v1/adapter_config.json").is_file());
+}
+
+/// A rollout server that dies is taken out: its requests go to the other, with the same
+/// generations (each request carries its seed), and later calls skip it. With every server
+/// gone the call fails naming each one, and a weight sync that reaches none fails too.
+#[test]
+fn a_dead_servers_requests_go_to_the_others() {
+    use quester_serve::openai::{OpenAiConfig, RemoteSampler};
+    use quester_train::policy::remote::RolloutSampler;
+    use quester_train::policy::{ChatMessage, GenRequest, SamplingParams};
+
+    let alive = tiny_server(ServeConfig::default());
+    let dead = tiny_server(ServeConfig::default());
+    let dead_url = dead.base_url();
+    dead.shutdown();
+    let cfg = tiny_config(&[]);
+    let mut native = quester_train::api::build_policy(&cfg).unwrap();
+    let config = OpenAiConfig {
+        model: "tiny".into(),
+        max_retries: 1,
+        backoff_initial_ms: 10,
+        ..OpenAiConfig::default()
+    };
+    let urls = [dead_url.clone(), alive.base_url()];
+    let mut remote = RemoteSampler::new(&urls, &config, native.text_codec().unwrap()).unwrap();
+    let requests: Vec<GenRequest> = (0..4u64)
+        .map(|i| GenRequest {
+            messages: vec![ChatMessage::user(format!("cell {i}?"))],
+            response_prefix: String::new(),
+            prompt_ids: None,
+            params: SamplingParams {
+                temperature: 1.0,
+                max_new_tokens: 6,
+                seed: 40 + i,
+                ..SamplingParams::default()
+            },
+        })
+        .collect();
+    let want = native.generate(&requests).unwrap();
+    let ids = |g: &[quester_train::policy::Generation]| -> Vec<Vec<u32>> {
+        g.iter().map(|x| x.response_ids.clone()).collect()
+    };
+    let got = RolloutSampler::generate(&mut remote, &requests).unwrap();
+    assert_eq!(ids(&got), ids(&want));
+    assert_eq!(remote.servers_out(), vec![dead_url.as_str()]);
+    assert_eq!(alive.stats().finished, 4);
+    // The next call goes straight to the live server.
+    let again = RolloutSampler::generate(&mut remote, &requests).unwrap();
+    assert_eq!(ids(&again), ids(&want));
+    assert_eq!(alive.stats().finished, 8);
+    // A sync while one is out still succeeds on the live one.
+    let tmp = tempfile::tempdir().unwrap();
+    let adapter = tmp.path().join("policy-v1");
+    tiny_adapter(&adapter, 3);
+    remote.load_adapter(&adapter, "policy-v1").unwrap();
+    assert_eq!(remote.model(), "policy-v1");
+    let alive_url = alive.base_url();
+    alive.shutdown();
+    let e = RolloutSampler::generate(&mut remote, &requests)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("every rollout server is out") && e.contains(&alive_url),
+        "{e}"
+    );
+    let e = remote
+        .load_adapter(&adapter, "policy-v2")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains(&dead_url) && e.contains(&alive_url), "{e}");
 }

@@ -23,6 +23,7 @@ use crate::rollout::{run_trials_with, EnvFactory, TurnContext, TurnHook};
 use crate::run_dir::RunDir;
 use crate::sample::Sample;
 use crate::scoring;
+use quester_algos::RolloutCorrection;
 
 pub use eval::{evaluate_policy, evaluate_with, per_task_outcomes, EvalResult, TaskOutcome};
 
@@ -41,7 +42,9 @@ struct StepUpdates {
     /// The mean KL estimate of each mini-batch (with a KL penalty).
     kls: Vec<f64>,
     /// See [`crate::behaviour::Denominators::sampler_gap`].
-    sampler_gap: Option<f64>,
+    sampler_gap: Option<quester_algos::SamplerGap>,
+    /// The TIS weights' token mean and truncated share (with `rollout_correction = "tis"`).
+    tis: Option<quester_algos::WeightStats>,
 }
 
 /// A training run over any trainable policy and environment factory.
@@ -287,6 +290,7 @@ impl<'a> Trainer<'a> {
         let mut stats: Vec<UpdateStats> = Vec::new();
         let mut kls: Vec<f64> = Vec::new();
         let mut sampler_gap = None;
+        let mut tis = None;
         let mut skipped = 0usize;
         let advantages = match &adv {
             Ok(a) => {
@@ -294,6 +298,7 @@ impl<'a> Trainer<'a> {
                     stats,
                     kls,
                     sampler_gap,
+                    tis,
                 } = self.update(&samples, &a.advantage, step)?;
                 skipped += stats.iter().filter(|s| s.skipped_nonfinite).count();
                 Some(a.advantage.clone())
@@ -338,7 +343,12 @@ impl<'a> Trainer<'a> {
             );
         }
         if let Some(gap) = sampler_gap {
-            row.insert("sampler_logp_gap".into(), json!(gap));
+            row.insert("sampler_logp_gap".into(), json!(gap.mean_abs_logp));
+            row.insert("sampler_kl".into(), json!(gap.kl));
+        }
+        if let Some(w) = tis {
+            row.insert("tis_weight_mean".into(), json!(w.mean));
+            row.insert("tis_truncated_fraction".into(), json!(w.truncated_fraction));
         }
         row.insert("time_rollout_s".into(), json!(t_rollout));
         row.insert("time_extra_passes_s".into(), json!(t_passes));
@@ -422,6 +432,19 @@ impl<'a> Trainer<'a> {
         let denominators =
             old_logprobs(self.policy.as_mut(), samples, self.cfg.training.mini_batch)?;
         let (old_all, is_current) = (denominators.old, denominators.current);
+        let tis_cap = self.cfg.algorithm.loss.tis_cap;
+        let is_weights: Option<Vec<Vec<f64>>> = (self.cfg.algorithm.loss.rollout_correction
+            == RolloutCorrection::Tis)
+            .then(|| {
+                samples
+                    .iter()
+                    .zip(&old_all)
+                    .map(|(s, old)| {
+                        let sampler: Vec<f64> = s.logprobs.iter().map(|&x| f64::from(x)).collect();
+                        quester_algos::truncated_is_weights(old, &sampler, tis_cap)
+                    })
+                    .collect()
+            });
         let current_f32: Vec<Vec<f32>> = old_all
             .iter()
             .map(|v| v.iter().map(|&x| x as f32).collect())
@@ -449,6 +472,9 @@ impl<'a> Trainer<'a> {
                 fresh = false;
                 let old: Vec<Vec<f64>> = chunk.iter().map(|&i| old_all[i].clone()).collect();
                 let adv: Vec<f64> = chunk.iter().map(|&i| advantage[i]).collect();
+                let weights: Option<Vec<Vec<f64>>> = is_weights
+                    .as_ref()
+                    .map(|w| chunk.iter().map(|&i| w[i].clone()).collect());
                 let objectives: Vec<_> = chunk
                     .iter()
                     .map(|&i| scoring::objective(&samples[i]))
@@ -472,6 +498,7 @@ impl<'a> Trainer<'a> {
                             new,
                             &old,
                             reference.as_deref(),
+                            weights.as_deref(),
                             &adv,
                             &objectives,
                             &lcfg,
@@ -499,6 +526,9 @@ impl<'a> Trainer<'a> {
             stats,
             kls,
             sampler_gap: denominators.sampler_gap,
+            tis: is_weights
+                .as_deref()
+                .map(|w| quester_algos::weight_stats(w, tis_cap)),
         })
     }
 }

@@ -86,6 +86,16 @@ fn clips_and_knobs() {
         &["algorithm.loss.dual_clip=0.5"],
         "algorithm.loss.dual_clip",
     );
+    refused(
+        "lamer_sokoban_cpu.toml",
+        &["algorithm.loss.tis_cap=0.5"],
+        "algorithm.loss.tis_cap = 0.5: must be a finite number >= 1",
+    );
+    refused(
+        "lamer_sokoban_cpu.toml",
+        &["algorithm.loss.rollout_correction=\"is\""],
+        "algorithm.loss.rollout_correction: unknown variant `is`, expected `none` or `tis`",
+    );
     // An old flat key with a bad value names the new key.
     refused(
         "lamer_sokoban_cpu.toml",
