@@ -131,7 +131,7 @@ impl OpenAiClient {
             top_k: params.top_k,
             max_tokens: Some(i64::from(params.max_tokens)),
             stop: (!params.stop.is_empty()).then(|| StopSpec::Many(params.stop.clone())),
-            seed: params.seed,
+            seed: params.seed.map(wire_seed),
             logprobs: self.config.request_logprobs.then_some(true),
             n: None,
             stream: None,
@@ -185,7 +185,7 @@ impl OpenAiClient {
             body["top_k"] = top_k.into();
         }
         if let Some(seed) = params.seed {
-            body["seed"] = seed.into();
+            body["seed"] = wire_seed(seed).into();
         }
         if !params.stop.is_empty() {
             body["stop"] = params.stop.clone().into();
@@ -531,3 +531,11 @@ fn parse_logprobs(lp: &Value) -> Result<Vec<TokenLogprob>, String> {
         })
         .collect()
 }
+
+/// A 64-bit seed as the API's signed integer, bit for bit: vLLM refuses seeds above
+/// `i64::MAX`, and `quester serve` reads a negative seed back as the same `u64`, so a server's
+/// stream equals the trainer's own engine's for every seed.
+pub fn wire_seed(seed: u64) -> i64 {
+    seed as i64
+}
+

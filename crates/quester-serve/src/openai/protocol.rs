@@ -56,9 +56,10 @@ pub(crate) struct ChatCompletionRequest {
     /// Stop strings (not included in the returned text).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop: Option<StopSpec>,
-    /// Seed of the sampler, where the server honours it.
+    /// Seed of the sampler, where the server honours it (a signed 64-bit integer in the API:
+    /// see [`crate::openai::client::wire_seed`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub seed: Option<u64>,
+    pub seed: Option<i64>,
     /// Ask for per-token log-probabilities of the sampled tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub logprobs: Option<bool>,

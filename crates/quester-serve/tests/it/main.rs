@@ -5,3 +5,4 @@ mod openai_client;
 mod serve_api;
 mod serve_native;
 mod serve_policy;
+mod vllm;

@@ -637,7 +637,8 @@ fn the_remote_sampler_gives_the_native_engines_generations() {
                 temperature: 1.3,
                 max_new_tokens: 10 + i as usize,
                 stop: vec!["</action>".into(), "e".into()],
-                seed: 100 + i,
+                // A seed above i64::MAX travels as a negative integer and is read back.
+                seed: if i == 0 { u64::MAX - 3 } else { 100 + i },
                 ..SamplingParams::default()
             },
         })
