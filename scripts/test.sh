@@ -5,8 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo test --workspace "$@"
 # With no arguments (the whole suite): `quester env serve` against OpenEnv's real Python client,
-# and the Python package's own suite.
+# the Python package's own suite, and rollouts on a real vLLM server (its CPU build).
 if [ $# -eq 0 ]; then
   scripts/openenv-client-test.sh
   scripts/python-package-test.sh
+  scripts/vllm-test.sh
 fi

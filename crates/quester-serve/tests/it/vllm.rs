@@ -135,7 +135,7 @@ impl Vllm {
         if let Some(mut child) = self.child.take() {
             // The API server starts an engine process: end the whole group.
             let _ = Command::new("kill")
-                .args(["-KILL", &format!("-{}", child.id())])
+                .args(["-s", "KILL", "--", &format!("-{}", child.id())])
                 .status();
             let _ = child.kill();
             let _ = child.wait();

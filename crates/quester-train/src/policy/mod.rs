@@ -159,6 +159,12 @@ pub trait Policy {
         true
     }
 
+    /// Seconds spent loading new weights into another engine since the last call (0 for a
+    /// policy that samples with the weights it trains).
+    fn take_weight_sync_seconds(&mut self) -> f64 {
+        0.0
+    }
+
     /// The policy's chat template and tokenizer, usable from other threads while it generates
     /// (None for a policy without a tokenizer).
     fn text_codec(&self) -> Option<std::sync::Arc<dyn TextCodec>> {

@@ -34,6 +34,8 @@ pub struct RemoteRolloutPolicy {
     version: u64,
     /// Whether the sampler has the trainer's current weights.
     synced: bool,
+    /// Seconds of syncs not yet reported.
+    sync_seconds: f64,
 }
 
 impl RemoteRolloutPolicy {
@@ -49,6 +51,7 @@ impl RemoteRolloutPolicy {
             adapters: adapters.to_path_buf(),
             version: 0,
             synced: false,
+            sync_seconds: 0.0,
         }
     }
 
@@ -74,11 +77,9 @@ impl RemoteRolloutPolicy {
         self.trainer.export_adapter(&dir)?;
         self.sampler
             .load_adapter(&dir, &format!("policy-v{version}"))?;
-        tracing::info!(
-            version,
-            seconds = t.elapsed().as_secs_f64(),
-            "adapter loaded into the rollout servers"
-        );
+        let seconds = t.elapsed().as_secs_f64();
+        self.sync_seconds += seconds;
+        tracing::info!(version, seconds, "adapter loaded into the rollout servers");
         let old = self.adapters.join(format!("policy-v{}", self.version));
         if self.version > 0 && old.exists() {
             std::fs::remove_dir_all(&old).map_err(|e| TrainError::io(&old, e))?;
@@ -113,6 +114,10 @@ impl Policy for RemoteRolloutPolicy {
     /// trainer rescores rather than taking them as its own.
     fn logprobs_are_trainers(&self) -> bool {
         false
+    }
+
+    fn take_weight_sync_seconds(&mut self) -> f64 {
+        std::mem::take(&mut self.sync_seconds)
     }
 }
 

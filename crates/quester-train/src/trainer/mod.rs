@@ -351,6 +351,11 @@ impl<'a> Trainer<'a> {
             row.insert("tis_truncated_fraction".into(), json!(w.truncated_fraction));
         }
         row.insert("time_rollout_s".into(), json!(t_rollout));
+        // Part of the rollout time: the new adapter loaded into the rollout servers.
+        let t_sync = self.policy.take_weight_sync_seconds();
+        if self.cfg.rollout.engine == crate::config::RolloutEngine::Openai {
+            row.insert("time_weight_sync_s".into(), json!(t_sync));
+        }
         row.insert("time_extra_passes_s".into(), json!(t_passes));
         row.insert("time_scoring_s".into(), json!(t_scoring));
         row.insert("time_training_s".into(), json!(t_training));
