@@ -118,7 +118,12 @@ pub fn old_logprobs(
             .iter()
             .zip(&old)
             .filter(|(s, _)| is_on_policy_record(s))
-            .flat_map(|(s, t)| s.logprobs.iter().map(|&b| f64::from(b)).zip(t.iter().copied()));
+            .flat_map(|(s, t)| {
+                s.logprobs
+                    .iter()
+                    .map(|&b| f64::from(b))
+                    .zip(t.iter().copied())
+            });
         let gap = quester_algos::sampler_gap(pairs);
         if let Some(g) = gap {
             tracing::info!(

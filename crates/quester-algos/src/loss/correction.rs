@@ -102,7 +102,10 @@ mod tests {
         assert!((st.truncated_fraction - 1.0 / 3.0).abs() < 1e-12);
         assert_eq!(st.tokens, 3);
         // Equal log-probs weigh 1; a sample without recorded log-probs weighs 1.
-        assert_eq!(truncated_is_weights(&[-1.0, -2.0], &[-1.0, -2.0], 2.0), [1.0, 1.0]);
+        assert_eq!(
+            truncated_is_weights(&[-1.0, -2.0], &[-1.0, -2.0], 2.0),
+            [1.0, 1.0]
+        );
         assert_eq!(truncated_is_weights(&[-1.0, -2.0], &[], 2.0), [1.0, 1.0]);
         assert_eq!(weight_stats(&[], 2.0), WeightStats::default());
     }

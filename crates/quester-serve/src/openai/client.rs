@@ -538,4 +538,3 @@ fn parse_logprobs(lp: &Value) -> Result<Vec<TokenLogprob>, String> {
 pub fn wire_seed(seed: u64) -> i64 {
     seed as i64
 }
-

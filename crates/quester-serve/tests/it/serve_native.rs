@@ -923,7 +923,9 @@ fn a_training_run_on_a_server_records_the_sampler_gap() {
     assert!(gap < 1e-4, "{gap}");
     let kl = rows[0]["sampler_kl"].as_f64().expect("a KL logged");
     assert!((0.0..1e-8).contains(&kl), "{kl}");
-    let w = rows[0]["tis_weight_mean"].as_f64().expect("TIS weights logged");
+    let w = rows[0]["tis_weight_mean"]
+        .as_f64()
+        .expect("TIS weights logged");
     assert!((w - 1.0).abs() < 1e-4, "{w}");
     assert_eq!(rows[0]["tis_truncated_fraction"].as_f64(), Some(0.0));
     assert!(server.stats().finished > 0);

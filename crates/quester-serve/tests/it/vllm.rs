@@ -11,9 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use quester_train::policy::remote::{RemoteRolloutPolicy, RolloutSampler};
-use quester_train::policy::{
-    GenRequest, Generation, LossValue, Policy, TrainSeq, TrainablePolicy,
-};
+use quester_train::policy::{GenRequest, Generation, LossValue, Policy, TrainSeq, TrainablePolicy};
 use quester_train::TrainError;
 
 fn required_path(var: &str) -> PathBuf {
@@ -91,7 +89,10 @@ impl Vllm {
             .into();
         loop {
             if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().unwrap()) {
-                panic!("vLLM exited ({status}) before serving:\n{}", self.log_tail());
+                panic!(
+                    "vLLM exited ({status}) before serving:\n{}",
+                    self.log_tail()
+                );
             }
             let url = format!("{}/models", self.base_url);
             if matches!(agent.get(&url).call(), Ok(r) if r.status() == 200) {
@@ -170,7 +171,12 @@ impl RolloutSampler for Recorder {
 
 /// A bandit preset on `model`, sampled untempered from the full distribution on
 /// `servers`.
-fn bandit_config(preset: &str, model: &Path, servers: &[String], extra: &[&str]) -> quester_train::TrainConfig {
+fn bandit_config(
+    preset: &str,
+    model: &Path,
+    servers: &[String],
+    extra: &[&str],
+) -> quester_train::TrainConfig {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let list: Vec<String> = servers.iter().map(|s| format!("\"{s}\"")).collect();
     let mut overrides: Vec<String> = vec![
@@ -185,7 +191,7 @@ fn bandit_config(preset: &str, model: &Path, servers: &[String], extra: &[&str])
         "eval.top_k=0".into(),
         "eval.at_end=false".into(),
     ];
-    overrides.extend(extra.iter().map(|s| s.to_string()));
+    overrides.extend(extra.iter().map(ToString::to_string));
     quester_train::TrainConfig::load(&root.join("configs").join(preset), &overrides).unwrap()
 }
 
@@ -237,8 +243,7 @@ fn vllm_samples_are_trained_token_for_token_and_follow_the_adapter() {
     let trainer = quester_train::api::build_policy(&cfg).unwrap();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let sampler = Recorder {
-        inner: quester_serve::openai::rollout_sampler(&cfg, trainer.text_codec().unwrap())
-            .unwrap(),
+        inner: quester_serve::openai::rollout_sampler(&cfg, trainer.text_codec().unwrap()).unwrap(),
         seen: Arc::clone(&seen),
     };
     let mut policy = RemoteRolloutPolicy::new(trainer, Box::new(sampler), &tmp.path().join("a"));
@@ -254,17 +259,26 @@ fn vllm_samples_are_trained_token_for_token_and_follow_the_adapter() {
         None,
     )
     .unwrap();
-    eprintln!("2 LaMer trials on vLLM: {:.1} s", t0.elapsed().as_secs_f64());
+    eprintln!(
+        "2 LaMer trials on vLLM: {:.1} s",
+        t0.elapsed().as_secs_f64()
+    );
     assert_eq!(policy.version(), 1);
     let seen = seen.lock().unwrap().clone();
     let samples: Vec<_> = trials.iter().flat_map(|t| t.samples.iter()).collect();
-    assert!(samples.iter().any(|s| s.kind == quester_train::sample::SampleKind::Reflect));
+    assert!(samples
+        .iter()
+        .any(|s| s.kind == quester_train::sample::SampleKind::Reflect));
     assert!(samples.iter().all(|s| !s.response_ids.is_empty()));
     for s in &samples {
         let sampled = seen
             .iter()
             .any(|g| g.prompt_ids == s.prompt_ids && g.response_ids == s.response_ids);
-        assert!(sampled, "a trained sample is not what vLLM sampled: {:?}", s.response);
+        assert!(
+            sampled,
+            "a trained sample is not what vLLM sampled: {:?}",
+            s.response
+        );
         let g = seen
             .iter()
             .find(|g| g.prompt_ids == s.prompt_ids && g.response_ids == s.response_ids)
@@ -294,7 +308,10 @@ fn vllm_samples_are_trained_token_for_token_and_follow_the_adapter() {
             0.0,
         )
         .unwrap();
-    assert!(!stats.skipped_nonfinite && stats.grad_norm > 0.0, "{stats:?}");
+    assert!(
+        !stats.skipped_nonfinite && stats.grad_norm > 0.0,
+        "{stats:?}"
+    );
     let requests: Vec<GenRequest> = seen
         .iter()
         .take(4)
@@ -331,7 +348,12 @@ fn vllm_samples_are_trained_token_for_token_and_follow_the_adapter() {
         after
             .iter()
             .zip(&base)
-            .flat_map(|(g, b)| g.logprobs.iter().zip(b).map(|(&a, &b)| (f64::from(a) - b).abs()))
+            .flat_map(|(g, b)| {
+                g.logprobs
+                    .iter()
+                    .zip(b)
+                    .map(|(&a, &b)| (f64::from(a) - b).abs())
+            })
             .fold(0.0, f64::max)
     };
     let gap = max_gap(policy.trainer_mut(), &after);
@@ -339,7 +361,10 @@ fn vllm_samples_are_trained_token_for_token_and_follow_the_adapter() {
         "after one update: vLLM against the trainer {gap:.2e}; against the base model {moved:.2e}"
     );
     assert!(gap < 5e-3, "{gap}");
-    assert!(moved > 10.0 * gap.max(1e-4), "the adapter changed nothing: {moved}");
+    assert!(
+        moved > 10.0 * gap.max(1e-4),
+        "the adapter changed nothing: {moved}"
+    );
 }
 
 /// `quester train`'s path end to end on a real vLLM: a LaMer step and a GRPO step with TIS,
@@ -366,8 +391,13 @@ fn training_steps_on_vllm_and_a_killed_server() {
         );
         let run = tmp.path().join(preset);
         let t0 = Instant::now();
-        quester_train::train_with(&cfg, &run, false, Some(&quester_serve::openai::rollout_sampler))
-            .unwrap();
+        quester_train::train_with(
+            &cfg,
+            &run,
+            false,
+            Some(&quester_serve::openai::rollout_sampler),
+        )
+        .unwrap();
         let rows = quester_train::run_dir::RunDir::new(&run)
             .read_metrics()
             .unwrap();
@@ -376,11 +406,17 @@ fn training_steps_on_vllm_and_a_killed_server() {
             let gap = row["sampler_logp_gap"].as_f64().expect("a gap logged");
             let kl = row["sampler_kl"].as_f64().expect("a KL logged");
             let w = row["tis_weight_mean"].as_f64().expect("TIS weights logged");
-            eprintln!("{preset} step {}: gap {gap:.2e}, KL {kl:.2e}, TIS mean {w:.5}", row["step"]);
+            eprintln!(
+                "{preset} step {}: gap {gap:.2e}, KL {kl:.2e}, TIS mean {w:.5}",
+                row["step"]
+            );
             assert!(gap < 1e-3 && kl < 1e-5 && (w - 1.0).abs() < 1e-2, "{row:?}");
         }
         assert!(run.join("adapters/policy-v2/adapter_config.json").is_file());
-        eprintln!("{preset}: 2 steps on vLLM in {:.1} s", t0.elapsed().as_secs_f64());
+        eprintln!(
+            "{preset}: 2 steps on vLLM in {:.1} s",
+            t0.elapsed().as_secs_f64()
+        );
     }
     assert!(server.models().contains("\"policy-v"));
 
@@ -389,7 +425,11 @@ fn training_steps_on_vllm_and_a_killed_server() {
         "grpo_bandit_cpu.toml",
         &model,
         &servers,
-        &["training.steps=1", "rollout.tasks_per_step=2", "rollout.group_size=2"],
+        &[
+            "training.steps=1",
+            "rollout.tasks_per_step=2",
+            "rollout.group_size=2",
+        ],
     );
     let t0 = Instant::now();
     let e = quester_train::train_with(
@@ -401,5 +441,9 @@ fn training_steps_on_vllm_and_a_killed_server() {
     .unwrap_err()
     .to_string();
     assert!(e.contains(&servers[0]), "{e}");
-    assert!(t0.elapsed() < Duration::from_secs(120), "{:?}", t0.elapsed());
+    assert!(
+        t0.elapsed() < Duration::from_secs(120),
+        "{:?}",
+        t0.elapsed()
+    );
 }

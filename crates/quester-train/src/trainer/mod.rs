@@ -438,9 +438,8 @@ impl<'a> Trainer<'a> {
             old_logprobs(self.policy.as_mut(), samples, self.cfg.training.mini_batch)?;
         let (old_all, is_current) = (denominators.old, denominators.current);
         let tis_cap = self.cfg.algorithm.loss.tis_cap;
-        let is_weights: Option<Vec<Vec<f64>>> = (self.cfg.algorithm.loss.rollout_correction
-            == RolloutCorrection::Tis)
-            .then(|| {
+        let is_weights: Option<Vec<Vec<f64>>> =
+            (self.cfg.algorithm.loss.rollout_correction == RolloutCorrection::Tis).then(|| {
                 samples
                     .iter()
                     .zip(&old_all)
