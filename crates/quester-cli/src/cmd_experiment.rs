@@ -37,6 +37,7 @@ pub fn run(args: ExperimentArgs) -> anyhow::Result<()> {
         .unwrap_or_else(|| PathBuf::from("runs/experiments").join(&plan.name));
     let mut runner = Runner::new(plan, &dir);
     runner.keep = args.keep.clone();
+    runner.sampler = Some(&quester_serve::openai::rollout_sampler);
     runner
         .restore_kept()
         .with_context(|| format!("restoring kept units into {}", dir.display()))?;

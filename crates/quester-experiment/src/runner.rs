@@ -80,6 +80,9 @@ pub struct Runner {
     pub stop_after_steps: Option<usize>,
     /// Where finished units are also kept, and restored from (see the module's doc).
     pub keep: Option<PathBuf>,
+    /// The rollout client of runs with `rollout.engine = "openai"` (the quester binary's);
+    /// evaluations stay on the native engine.
+    pub sampler: Option<quester_train::SamplerFactory<'static>>,
 }
 
 /// The files of an evaluation directory a keep directory holds (`trajectories.jsonl` when the
@@ -98,6 +101,7 @@ impl Runner {
             stop_after_units: None,
             stop_after_steps: None,
             keep: None,
+            sampler: None,
         }
     }
 
@@ -453,18 +457,11 @@ impl Runner {
             }
             Unit::Train { run, seed } => {
                 let cfg = self.plan.config(run, seed)?;
-                if cfg.rollout.engine != quester_train::config::RolloutEngine::Native {
-                    return Err(wrap(quester_train::TrainError::Config(
-                        "rollout.engine: plans sample their rollouts with the native engine; \
-                         \"openai\" is for quester train"
-                            .into(),
-                    )));
-                }
                 let dir = self.seed_dir(run, seed).join("train");
                 let resume = RunDir::new(&dir).config_path().is_file();
                 let factory = api::env_factory(&cfg);
                 factory(&toml::Table::new()).map_err(|e| wrap(e.into()))?;
-                let policy = api::build_policy(&cfg).map_err(wrap)?;
+                let policy = api::build_training_policy(&cfg, &dir, self.sampler).map_err(wrap)?;
                 let mut trainer = quester_train::trainer::Trainer::new(
                     cfg.clone(),
                     policy,

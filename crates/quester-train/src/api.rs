@@ -71,28 +71,41 @@ pub fn train_with(
     let factory = env_factory(cfg);
     factory(&toml::Table::new())?;
     factory(&cfg.eval.env_settings)?;
-    let remote = cfg.rollout.engine == crate::config::RolloutEngine::Openai;
-    if remote && sampler.is_none() {
-        return Err(TrainError::Config(
-            "rollout.engine: \"openai\" needs the rollout client of the quester binary \
-             (quester train)"
-                .into(),
-        ));
-    }
-    let mut policy = build_policy(cfg)?;
-    if let (true, Some(make)) = (remote, sampler) {
-        let codec = policy.text_codec().ok_or_else(|| {
-            TrainError::Config("rollout.engine: \"openai\" needs a policy with a tokenizer".into())
-        })?;
-        let sampler = make(cfg, codec)?;
-        policy = Box::new(crate::policy::remote::RemoteRolloutPolicy::new(
-            policy,
-            sampler,
-            &run_dir.join("adapters"),
-        ));
-    }
+    let policy = build_training_policy(cfg, run_dir, sampler)?;
     let mut trainer = Trainer::open(cfg.clone(), method, policy, factory, run_dir, resume)?;
     trainer.run()
+}
+
+/// The policy a run in `run_dir` trains: the config's model, with its rollouts sampled on the
+/// servers of `rollout.engine = "openai"` (adapters written under `run_dir/adapters`), which
+/// needs `sampler`.
+pub fn build_training_policy(
+    cfg: &TrainConfig,
+    run_dir: &Path,
+    sampler: Option<SamplerFactory<'_>>,
+) -> Result<Box<dyn crate::policy::TrainablePolicy>, TrainError> {
+    let remote = cfg.rollout.engine == crate::config::RolloutEngine::Openai;
+    let make = match (remote, sampler) {
+        (false, _) => return build_policy(cfg),
+        (true, None) => {
+            return Err(TrainError::Config(
+                "rollout.engine: \"openai\" needs the rollout client of the quester binary \
+                 (quester train, quester experiment)"
+                    .into(),
+            ))
+        }
+        (true, Some(make)) => make,
+    };
+    let policy = build_policy(cfg)?;
+    let codec = policy.text_codec().ok_or_else(|| {
+        TrainError::Config("rollout.engine: \"openai\" needs a policy with a tokenizer".into())
+    })?;
+    let sampler = make(cfg, codec)?;
+    Ok(Box::new(crate::policy::remote::RemoteRolloutPolicy::new(
+        policy,
+        sampler,
+        &run_dir.join("adapters"),
+    )))
 }
 
 /// Continues the run in `run_dir` with its own config.resolved.toml.

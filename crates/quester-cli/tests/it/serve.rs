@@ -16,15 +16,15 @@ impl Drop for Server {
     }
 }
 
-#[test]
-fn serves_the_default_model_over_the_openai_api() {
+/// `quester serve` of the default model on a free loopback port, and its `/v1` base URL.
+fn start_server(model_id: &str) -> (Server, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_quester"))
         .args([
             "serve",
             "--addr",
             "127.0.0.1:0",
             "--model-id",
-            "smol",
+            model_id,
             "--max-queue",
             "4",
         ])
@@ -36,7 +36,8 @@ fn serves_the_default_model_over_the_openai_api() {
     let server = Server(child);
     // The announced line carries the bound port: "serving `smol` at http://127.0.0.1:N/v1/...".
     let mut base = None;
-    for line in BufReader::new(stderr).lines() {
+    let mut lines = BufReader::new(stderr).lines();
+    for line in lines.by_ref() {
         let line = line.expect("read stderr");
         if let Some(rest) = line.split(" at ").nth(1) {
             if line.starts_with("serving") {
@@ -45,7 +46,14 @@ fn serves_the_default_model_over_the_openai_api() {
             }
         }
     }
-    let base = base.expect("the server announces its address");
+    // Keep reading the server's log so that it never blocks on a full pipe.
+    std::thread::spawn(move || lines.for_each(drop));
+    (server, base.expect("the server announces its address"))
+}
+
+#[test]
+fn serves_the_default_model_over_the_openai_api() {
+    let (server, base) = start_server("smol");
     let client = OpenAiClient::new(OpenAiConfig {
         base_url: base.clone(),
         model: "smol".into(),
@@ -113,5 +121,60 @@ fn serves_the_default_model_over_the_openai_api() {
         deltas.iter().filter(|d| !d.is_empty()).count() > 1,
         "{deltas:?}"
     );
+    drop(server);
+}
+
+/// `quester experiment` with its runs' rollouts on a server: a one-step LaMer plan trains with
+/// every generation on `quester serve`, loads its adapters there, logs the sampler / trainer
+/// gap, and is evaluated (on the native engine) like any plan.
+#[test]
+fn a_plan_trains_with_its_rollouts_on_a_server() {
+    let (server, base) = start_server("smol");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let tmp = tempfile::tempdir().unwrap();
+    let plan = tmp.path().join("plan.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            r#"
+name = "on-a-server"
+seeds = [0]
+set = ["rollout.tasks_per_step=1", "rollout.group_size=2", "rollout.engine=\"openai\"",
+       "rollout.servers=[\"{base}\"]", "rollout.temperature=1.0", "rollout.top_p=1.0",
+       "rollout.top_k=0"]
+[budget]
+steps = 1
+[eval]
+tasks = 2
+[[run]]
+name = "lamer"
+preset = "{}"
+"#,
+            root.join("configs/lamer_bandit_cpu.toml").display()
+        ),
+    )
+    .unwrap();
+    let dir = tmp.path().join("exp");
+    let out = Command::new(env!("CARGO_BIN_EXE_quester"))
+        .arg("experiment")
+        .arg(&plan)
+        .arg("--dir")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let train = dir.join("lamer/seed-0/train");
+    let metrics = std::fs::read_to_string(train.join("metrics.jsonl")).unwrap();
+    let row: serde_json::Value = serde_json::from_str(metrics.lines().next().unwrap()).unwrap();
+    let gap = row["sampler_logp_gap"].as_f64().expect("a gap logged");
+    assert!(gap < 1e-4, "{gap}");
+    assert!(row["time_weight_sync_s"].as_f64().unwrap() > 0.0, "{row}");
+    assert!(train.join("adapters/policy-v1").is_dir());
+    assert!(dir.join("lamer/seed-0/eval/eval.json").is_file());
+    assert!(dir.join("results.md").is_file());
     drop(server);
 }

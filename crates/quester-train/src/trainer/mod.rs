@@ -45,6 +45,8 @@ struct StepUpdates {
     sampler_gap: Option<quester_algos::SamplerGap>,
     /// The TIS weights' token mean and truncated share (with `rollout_correction = "tis"`).
     tis: Option<quester_algos::WeightStats>,
+    /// Seconds of the scoring pass for the ratio's denominators (0 when none was needed).
+    rescore_seconds: f64,
 }
 
 /// A training run over any trainable policy and environment factory.
@@ -291,6 +293,7 @@ impl<'a> Trainer<'a> {
         let mut kls: Vec<f64> = Vec::new();
         let mut sampler_gap = None;
         let mut tis = None;
+        let mut rescore_seconds = 0.0;
         let mut skipped = 0usize;
         let advantages = match &adv {
             Ok(a) => {
@@ -299,6 +302,7 @@ impl<'a> Trainer<'a> {
                     kls,
                     sampler_gap,
                     tis,
+                    rescore_seconds,
                 } = self.update(&samples, &a.advantage, step)?;
                 skipped += stats.iter().filter(|s| s.skipped_nonfinite).count();
                 Some(a.advantage.clone())
@@ -359,6 +363,8 @@ impl<'a> Trainer<'a> {
         row.insert("time_extra_passes_s".into(), json!(t_passes));
         row.insert("time_scoring_s".into(), json!(t_scoring));
         row.insert("time_training_s".into(), json!(t_training));
+        // Part of the training time: the ratio's denominators rescored before the updates.
+        row.insert("time_rescore_s".into(), json!(rescore_seconds));
 
         let last = step + 1 == self.cfg.training.steps;
         let every = self.cfg.eval.every;
@@ -434,8 +440,10 @@ impl<'a> Trainer<'a> {
         let lcfg = scoring::loss_config(&self.cfg.algorithm.loss);
         let entropy_coef = self.cfg.algorithm.loss.entropy_coef;
         let mut stats = Vec::new();
+        let t_rescore = Instant::now();
         let denominators =
             old_logprobs(self.policy.as_mut(), samples, self.cfg.training.mini_batch)?;
+        let rescore_seconds = t_rescore.elapsed().as_secs_f64();
         let (old_all, is_current) = (denominators.old, denominators.current);
         let tis_cap = self.cfg.algorithm.loss.tis_cap;
         let is_weights: Option<Vec<Vec<f64>>> =
@@ -533,6 +541,7 @@ impl<'a> Trainer<'a> {
             tis: is_weights
                 .as_deref()
                 .map(|w| quester_algos::weight_stats(w, tis_cap)),
+            rescore_seconds,
         })
     }
 }
