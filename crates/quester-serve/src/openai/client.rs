@@ -30,6 +30,21 @@ pub struct ChatParams {
     pub seed: Option<u64>,
 }
 
+impl ChatParams {
+    /// The API's settings for the engine's `params` and `stop` strings: the defaults (top-p 1,
+    /// top-k 0) are sent as absent, so servers without these knobs are not confused.
+    pub fn from_sampling(params: &quester_train::policy::SamplingParams, stop: Vec<String>) -> Self {
+        ChatParams {
+            temperature: params.temperature,
+            top_p: (params.top_p < 1.0).then_some(params.top_p),
+            top_k: (params.top_k > 0).then(|| i64::try_from(params.top_k).unwrap_or(i64::MAX)),
+            max_tokens: u32::try_from(params.max_new_tokens).unwrap_or(u32::MAX),
+            stop,
+            seed: Some(params.seed),
+        }
+    }
+}
+
 impl Default for ChatParams {
     fn default() -> Self {
         Self {

@@ -9,6 +9,7 @@ mod error;
 mod policy;
 pub mod protocol;
 mod remote_sampler;
+mod segmented;
 
 pub use client::{
     parse_chat_reply, parse_token_completion, ChatParams, ChatReply, OpenAiClient, TokenCompletion,

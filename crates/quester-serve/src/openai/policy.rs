@@ -39,16 +39,11 @@ impl OpenAiPolicy {
     }
 
     fn chat_params(&self, params: &SamplingParams, seed: u64) -> ChatParams {
+        // Only the policy's own stop list: OpenAI servers cut the stop string from the text,
+        // and the rollout's stops are closing tags the action parser needs to see.
         ChatParams {
-            temperature: params.temperature,
-            // Defaults are sent as "absent" so servers without these knobs are not confused.
-            top_p: (params.top_p < 1.0).then_some(params.top_p),
-            top_k: (params.top_k > 0).then(|| i64::try_from(params.top_k).unwrap_or(i64::MAX)),
-            max_tokens: u32::try_from(params.max_new_tokens).unwrap_or(u32::MAX),
-            // Only the policy's own stop list: OpenAI servers cut the stop string from the text,
-            // and the rollout's stops are closing tags the action parser needs to see.
-            stop: self.stop.clone(),
             seed: Some(seed),
+            ..ChatParams::from_sampling(params, self.stop.clone())
         }
     }
 }

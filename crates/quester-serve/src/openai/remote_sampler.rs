@@ -11,6 +11,7 @@ use quester_train::policy::remote::RolloutSampler;
 use quester_train::policy::{ChatMessage, GenRequest, Generation, Policy, TextCodec};
 use quester_train::{TrainConfig, TrainError};
 
+use super::segmented::SegmentedResponse;
 use super::{ChatParams, OpenAiClient, OpenAiConfig, OpenAiError, TokenCompletion};
 
 /// A [`Policy`] whose generations come from one or more servers. Requests are spread over the
@@ -80,29 +81,13 @@ impl RemoteSampler {
         &self.model
     }
 
-    /// The request's prompt ids and its sampling settings as the API's.
-    fn prepare(&self, r: &GenRequest) -> Result<(Vec<u32>, ChatParams), TrainError> {
-        let p = &r.params;
-        if p.temperature_switch.is_some() || p.scaffold.is_some() {
-            return Err(TrainError::Policy(
-                "a temperature switch or scaffold inside a response is not available on remote \
-                 servers yet (SGE's strategy tokens): use rollout.engine = \"native\""
-                    .into(),
-            ));
-        }
+    /// The request's prompt ids (rendered here unless given) and its response to sample.
+    fn prepare(&self, r: &GenRequest) -> Result<SegmentedResponse, TrainError> {
         let prompt = match &r.prompt_ids {
             Some(ids) => ids.clone(),
             None => self.codec.encode(&r.messages, &r.response_prefix)?,
         };
-        let params = ChatParams {
-            temperature: p.temperature,
-            top_p: (p.top_p < 1.0).then_some(p.top_p),
-            top_k: (p.top_k > 0).then(|| i64::try_from(p.top_k).unwrap_or(i64::MAX)),
-            max_tokens: u32::try_from(p.max_new_tokens).unwrap_or(u32::MAX),
-            stop: p.stop.clone(),
-            seed: Some(p.seed),
-        };
-        Ok((prompt, params))
+        Ok(SegmentedResponse::new(prompt, r.params.clone()))
     }
 
     /// The servers taken out after an unreachable answer (see the type's doc).
@@ -137,6 +122,63 @@ impl RemoteSampler {
                 })
                 .collect(),
         )
+    }
+
+    /// Every request answered, spread over the serving servers; the requests of a server that
+    /// cannot be reached go to the others (see the type's doc).
+    fn complete_all(
+        &mut self,
+        prepared: &[(Vec<u32>, ChatParams)],
+    ) -> Result<Vec<TokenCompletion>, TrainError> {
+        let sizes: Vec<usize> = prepared
+            .iter()
+            .map(|(prompt, params)| prompt.len() + params.max_tokens as usize)
+            .collect();
+        let mut replies: Vec<Option<TokenCompletion>> = (0..prepared.len()).map(|_| None).collect();
+        let mut pending: Vec<usize> = (0..prepared.len()).collect();
+        // Why each server was taken out, for the error when none is left.
+        let mut why: Vec<String> = Vec::new();
+        while !pending.is_empty() {
+            let pending_sizes: Vec<usize> = pending.iter().map(|&i| sizes[i]).collect();
+            let Some(servers) = self.assign(&pending_sizes) else {
+                return Err(TrainError::Policy(format!(
+                    "every rollout server is out ({}); {} request(s) unanswered",
+                    if why.is_empty() {
+                        "taken out at an earlier step".to_string()
+                    } else {
+                        why.join("; ")
+                    },
+                    pending.len()
+                )));
+            };
+            let results = self.send(&pending, &servers, prepared);
+            let mut again = Vec::new();
+            for ((&i, &server), result) in pending.iter().zip(&servers).zip(results) {
+                match result {
+                    Ok(reply) => replies[i] = Some(reply),
+                    Err(e) if unreachable(&e) => {
+                        if !self.out[server] {
+                            let url = &self.clients[server].config().base_url;
+                            tracing::warn!(
+                                server = %url,
+                                error = %e,
+                                "rollout server taken out; its requests go to the others"
+                            );
+                            why.push(format!("{url}: {e}"));
+                            self.out[server] = true;
+                        }
+                        again.push(i);
+                    }
+                    Err(e) => return Err(TrainError::Policy(format!("request {i}: {e}"))),
+                }
+            }
+            pending = again;
+        }
+        replies
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| r.ok_or_else(|| TrainError::Policy(format!("request {i} got no answer"))))
+            .collect()
     }
 
     /// Sends each request of `pending` to its server, side by side, and returns the replies in
@@ -187,88 +229,32 @@ impl RemoteSampler {
             .collect()
     }
 
-    /// `reply` as the trainer's generation of `prompt`: the text decoded here from the tokens
-    /// (as the native engine decodes them: an end-of-sequence token is not text).
-    fn generation(
-        &self,
-        prompt: Vec<u32>,
-        temperature: f64,
-        reply: TokenCompletion,
-    ) -> Result<Generation, TrainError> {
-        let eos = self.codec.eos_ids();
-        let text_ids = match reply.token_ids.split_last() {
-            Some((last, rest)) if eos.contains(last) => rest,
-            _ => &reply.token_ids[..],
-        };
-        Ok(Generation {
-            text: self.codec.decode(text_ids)?,
-            prompt_ids: prompt,
-            temperatures: vec![temperature as f32; reply.token_ids.len()],
-            logprobs: reply.logprobs.iter().map(|&x| x as f32).collect(),
-            response_ids: reply.token_ids,
-        })
-    }
 }
 
 impl Policy for RemoteSampler {
     fn generate(&mut self, requests: &[GenRequest]) -> Result<Vec<Generation>, TrainError> {
-        let prepared: Vec<(Vec<u32>, ChatParams)> = requests
+        let mut responses: Vec<SegmentedResponse> = requests
             .iter()
             .map(|r| self.prepare(r))
             .collect::<Result<_, _>>()?;
-        let sizes: Vec<usize> = prepared
-            .iter()
-            .map(|(prompt, params)| prompt.len() + params.max_tokens as usize)
-            .collect();
-        let mut replies: Vec<Option<TokenCompletion>> = (0..requests.len()).map(|_| None).collect();
-        let mut pending: Vec<usize> = (0..requests.len()).collect();
-        // Why each server was taken out, for the error when none is left.
-        let mut why: Vec<String> = Vec::new();
-        while !pending.is_empty() {
-            let pending_sizes: Vec<usize> = pending.iter().map(|&i| sizes[i]).collect();
-            let Some(servers) = self.assign(&pending_sizes) else {
-                return Err(TrainError::Policy(format!(
-                    "every rollout server is out ({}); {} request(s) unanswered",
-                    if why.is_empty() {
-                        "taken out at an earlier step".to_string()
-                    } else {
-                        why.join("; ")
-                    },
-                    pending.len()
-                )));
-            };
-            let results = self.send(&pending, &servers, &prepared);
-            let mut again = Vec::new();
-            for ((&i, &server), result) in pending.iter().zip(&servers).zip(results) {
-                match result {
-                    Ok(reply) => replies[i] = Some(reply),
-                    Err(e) if unreachable(&e) => {
-                        if !self.out[server] {
-                            let url = &self.clients[server].config().base_url;
-                            tracing::warn!(
-                                server = %url,
-                                error = %e,
-                                "rollout server taken out; its requests go to the others"
-                            );
-                            why.push(format!("{url}: {e}"));
-                            self.out[server] = true;
-                        }
-                        again.push(i);
-                    }
-                    Err(e) => return Err(TrainError::Policy(format!("request {i}: {e}"))),
-                }
+        // Rounds of segments: a response without in-response rules takes one.
+        loop {
+            let open: Vec<usize> = (0..responses.len())
+                .filter(|&i| !responses[i].is_done())
+                .collect();
+            if open.is_empty() {
+                break;
             }
-            pending = again;
+            let batch: Vec<(Vec<u32>, ChatParams)> =
+                open.iter().map(|&i| responses[i].next_request()).collect();
+            let replies = self.complete_all(&batch)?;
+            for (&i, reply) in open.iter().zip(replies) {
+                responses[i].absorb(reply, &self.codec)?;
+            }
         }
-        replies
+        responses
             .into_iter()
-            .zip(prepared)
-            .enumerate()
-            .map(|(i, (reply, (prompt, params)))| {
-                let reply = reply
-                    .ok_or_else(|| TrainError::Policy(format!("request {i} got no answer")))?;
-                self.generation(prompt, params.temperature, reply)
-            })
+            .map(|r| r.into_generation(&self.codec))
             .collect()
     }
 

@@ -1001,3 +1001,73 @@ fn a_dead_servers_requests_go_to_the_others() {
         .to_string();
     assert!(e.contains(&dead_url) && e.contains(&alive_url), "{e}");
 }
+
+/// SGE's rules inside a response on a server: sampled in segments that stop at the marker,
+/// the strategy tokens at one temperature and the rest at the switched one, the scaffold's
+/// text forced (temperature 0) where the native engine forces it. The first segment carries
+/// the response's seed, so up to the forced text the server's tokens are the native engine's.
+#[test]
+fn sge_strategy_tokens_are_sampled_in_segments_on_a_server() {
+    use quester_serve::openai::{OpenAiConfig, RemoteSampler};
+    use quester_train::policy::{
+        ChatMessage, GenRequest, SamplingParams, Scaffold, TemperatureSwitch,
+    };
+
+    let server = tiny_server(ServeConfig::default());
+    let cfg = tiny_config(&[]);
+    let mut native = quester_train::api::build_policy(&cfg).unwrap();
+    let codec = native.text_codec().unwrap();
+    let mut remote = RemoteSampler::new(
+        &[server.base_url()],
+        &OpenAiConfig {
+            model: "tiny".into(),
+            ..OpenAiConfig::default()
+        },
+        std::sync::Arc::clone(&codec),
+    )
+    .unwrap();
+    let (marker, after) = ("</strategy>", "\n<action>");
+    let requests: Vec<GenRequest> = (0..3u64)
+        .map(|i| GenRequest {
+            messages: vec![ChatMessage::user(format!("plan {i}"))],
+            response_prefix: "<strategy>".into(),
+            prompt_ids: None,
+            params: SamplingParams {
+                temperature: 1.5,
+                max_new_tokens: 60,
+                seed: 70 + i,
+                scaffold: Some(Scaffold {
+                    marker: marker.into(),
+                    text: after.into(),
+                    max_tokens: 6,
+                }),
+                temperature_switch: Some(TemperatureSwitch {
+                    marker: marker.into(),
+                    temperature: 0.5,
+                }),
+                ..SamplingParams::default()
+            },
+        })
+        .collect();
+    let want = native.generate(&requests).unwrap();
+    let got = quester_train::policy::Policy::generate(&mut remote, &requests).unwrap();
+    let forced = codec.encode_text(&format!("{marker}{after}")).unwrap();
+    for (g, w) in got.iter().zip(&want) {
+        // The tiny random model never writes the marker: both force it after 6 tokens.
+        let head = 6 + forced.len();
+        assert_eq!(g.response_ids[..head], w.response_ids[..head]);
+        assert_eq!(g.response_ids[6..head], forced[..]);
+        assert_eq!(g.temperatures[..6], [1.5f32; 6]);
+        assert_eq!(g.temperatures[6..head], w.temperatures[6..head]);
+        assert!(g.temperatures[6..head].iter().all(|&t| t == 0.0));
+        assert!(g.temperatures[head..].iter().all(|&t| t == 0.5), "{:?}", g.temperatures);
+        assert!(g.response_ids.len() > head && g.response_ids.len() <= 60);
+        assert_eq!(codec.decode(&g.response_ids).unwrap(), g.text);
+        assert!(g.text.contains(&format!("{marker}{after}")), "{}", g.text);
+        for (a, b) in g.logprobs[..6].iter().zip(&w.logprobs[..6]) {
+            assert!((a - b).abs() < 1e-5);
+        }
+    }
+    // Two segments a response: three requests, then three.
+    assert_eq!(server.stats().finished, 6);
+}

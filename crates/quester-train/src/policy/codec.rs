@@ -18,6 +18,10 @@ pub trait TextCodec: Send + Sync {
     /// The text of generated token ids, as the policy's responses decode them.
     fn decode(&self, ids: &[u32]) -> Result<String, TrainError>;
 
+    /// Plain text as token ids, as the engine tokenises text it forces into a response (no
+    /// template, no special tokens added).
+    fn encode_text(&self, text: &str) -> Result<Vec<u32>, TrainError>;
+
     /// Token ids run from 0 to this, exclusive.
     fn vocab_size(&self) -> usize;
 

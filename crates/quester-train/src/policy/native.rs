@@ -465,6 +465,10 @@ impl TextCodec for NativeCodec {
         self.tokenizer.decode(ids).map_err(err)
     }
 
+    fn encode_text(&self, text: &str) -> Result<Vec<u32>, TrainError> {
+        self.tokenizer.encode(text).map_err(err)
+    }
+
     fn vocab_size(&self) -> usize {
         self.tokenizer.vocab_size()
     }

@@ -453,7 +453,15 @@ impl<'a> Trainer<'a> {
                     .zip(&old_all)
                     .map(|(s, old)| {
                         let sampler: Vec<f64> = s.logprobs.iter().map(|&x| f64::from(x)).collect();
-                        quester_algos::truncated_is_weights(old, &sampler, tis_cap)
+                        let mut w = quester_algos::truncated_is_weights(old, &sampler, tis_cap);
+                        // A token at temperature 0 was not drawn (forced, or greedy): no
+                        // sampling distribution to correct for.
+                        for (w, &t) in w.iter_mut().zip(&s.temperatures) {
+                            if t == 0.0 {
+                                *w = 1.0;
+                            }
+                        }
+                        w
                     })
                     .collect()
             });
