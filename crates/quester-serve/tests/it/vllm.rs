@@ -289,6 +289,45 @@ fn vllm_samples_are_trained_token_for_token_and_follow_the_adapter() {
     eprintln!("max |d log p| vLLM against the trainer, zero adapter: {before:.2e}");
     assert!(before < 5e-3, "{before}");
 
+    // SGE's rules on vLLM: a strategy closed by the scaffold within 4 tokens, then the action
+    // at the switched temperature; the forced tokens are a run at temperature 0.
+    let (marker, after) = ("</strategy>", "\n<action>");
+    let sge: Vec<GenRequest> = (0..2u64)
+        .map(|i| GenRequest {
+            messages: vec![quester_train::policy::ChatMessage::user(
+                "Pick an arm from 1 to 4. Plan first.",
+            )],
+            response_prefix: "<strategy>".into(),
+            prompt_ids: None,
+            params: quester_train::policy::SamplingParams {
+                temperature: 1.0,
+                max_new_tokens: 24,
+                seed: 50 + i,
+                scaffold: Some(quester_train::policy::Scaffold {
+                    marker: marker.into(),
+                    text: after.into(),
+                    max_tokens: 4,
+                }),
+                temperature_switch: Some(quester_train::policy::TemperatureSwitch {
+                    marker: marker.into(),
+                    temperature: 0.7,
+                }),
+                ..Default::default()
+            },
+        })
+        .collect();
+    let out = Policy::generate(&mut policy, &sge).unwrap();
+    for g in &out {
+        let first = g.temperatures.iter().position(|&t| t == 0.0).expect("forced tokens");
+        let last = g.temperatures.iter().rposition(|&t| t == 0.0).unwrap();
+        assert!(first <= 4, "{:?}", g.temperatures);
+        assert!(g.temperatures[..first].iter().all(|&t| t == 1.0));
+        assert!(g.temperatures[first..=last].iter().all(|&t| t == 0.0));
+        assert!(g.temperatures[last + 1..].iter().all(|&t| t == 0.7f32));
+        assert!(g.text.contains(marker) && g.text.contains(after), "{}", g.text);
+        eprintln!("SGE on vLLM: {:?}", g.text);
+    }
+
     // One update that raises the sampled tokens' log-probs: a non-zero adapter, version 2.
     let seqs: Vec<TrainSeq<'_>> = seen
         .iter()
