@@ -33,7 +33,10 @@ pub struct ChatParams {
 impl ChatParams {
     /// The API's settings for the engine's `params` and `stop` strings: the defaults (top-p 1,
     /// top-k 0) are sent as absent, so servers without these knobs are not confused.
-    pub fn from_sampling(params: &quester_train::policy::SamplingParams, stop: Vec<String>) -> Self {
+    pub fn from_sampling(
+        params: &quester_train::policy::SamplingParams,
+        stop: Vec<String>,
+    ) -> Self {
         ChatParams {
             temperature: params.temperature,
             top_p: (params.top_p < 1.0).then_some(params.top_p),

@@ -228,7 +228,6 @@ impl RemoteSampler {
             .map(|r| r.unwrap_or_else(|| Err(OpenAiError::Config("no answer".into()))))
             .collect()
     }
-
 }
 
 impl Policy for RemoteSampler {

@@ -94,6 +94,7 @@ impl SegmentedResponse {
         codec: &Arc<dyn TextCodec>,
     ) -> Result<(), TrainError> {
         self.segments += 1;
+        let rules_before = (self.scaffolded, self.switched);
         let eos = codec.eos_ids();
         let before = self.ids.len();
         self.ids.extend_from_slice(&reply.token_ids);
@@ -143,12 +144,10 @@ impl SegmentedResponse {
                 return Ok(());
             }
         }
-        if self.ids.len() >= self.params.max_new_tokens {
-            self.done = true;
-        }
-        let stalled = self.ids.len() == before && !ended;
-        if stalled {
-            // The server returned nothing (a stop string at once): nothing more can come.
+        // Only a rule that fired opens another segment: otherwise the server ended the
+        // response its own way (a stop string, its length limit, its context's end).
+        let fired = (self.scaffolded, self.switched) != rules_before;
+        if !fired || self.ids.len() >= self.params.max_new_tokens {
             self.done = true;
         }
         Ok(())
@@ -177,7 +176,10 @@ impl SegmentedResponse {
 
     /// The finished response as the trainer's generation (text decoded here; an end token is
     /// not text).
-    pub(crate) fn into_generation(self, codec: &Arc<dyn TextCodec>) -> Result<Generation, TrainError> {
+    pub(crate) fn into_generation(
+        self,
+        codec: &Arc<dyn TextCodec>,
+    ) -> Result<Generation, TrainError> {
         let eos = codec.eos_ids();
         let text_ids = match self.ids.split_last() {
             Some((last, rest)) if eos.contains(last) => rest,
@@ -190,5 +192,153 @@ impl SegmentedResponse {
             logprobs: self.logprobs,
             temperatures: self.temperatures,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quester_train::policy::{ChatMessage, Scaffold, TemperatureSwitch};
+
+    /// One token per byte; id 0 is the end of a sequence.
+    struct Bytes;
+
+    impl TextCodec for Bytes {
+        fn encode(&self, _: &[ChatMessage], prefix: &str) -> Result<Vec<u32>, TrainError> {
+            self.encode_text(prefix)
+        }
+        fn decode(&self, ids: &[u32]) -> Result<String, TrainError> {
+            Ok(ids
+                .iter()
+                .filter(|&&t| t != 0)
+                .map(|&t| char::from(t as u8))
+                .collect())
+        }
+        fn encode_text(&self, text: &str) -> Result<Vec<u32>, TrainError> {
+            Ok(text.bytes().map(u32::from).collect())
+        }
+        fn vocab_size(&self) -> usize {
+            256
+        }
+        fn eos_ids(&self) -> Vec<u32> {
+            vec![0]
+        }
+    }
+
+    fn codec() -> Arc<dyn TextCodec> {
+        Arc::new(Bytes)
+    }
+
+    fn reply(text: &str, eos: bool) -> TokenCompletion {
+        let mut token_ids: Vec<u32> = text.bytes().map(u32::from).collect();
+        if eos {
+            token_ids.push(0);
+        }
+        TokenCompletion {
+            logprobs: vec![-0.5; token_ids.len()],
+            token_ids,
+            text: text.into(),
+            finish_reason: None,
+        }
+    }
+
+    fn sge(max_new_tokens: usize, max_tokens: usize) -> SamplingParams {
+        SamplingParams {
+            temperature: 1.2,
+            max_new_tokens,
+            seed: 9,
+            stop: vec!["</a>".into()],
+            scaffold: Some(Scaffold {
+                marker: "</s>".into(),
+                text: "<a>".into(),
+                max_tokens,
+            }),
+            temperature_switch: Some(TemperatureSwitch {
+                marker: "</s>".into(),
+                temperature: 0.5,
+            }),
+            ..SamplingParams::default()
+        }
+    }
+
+    #[test]
+    fn a_marker_written_by_the_model_forces_the_text_and_switches() {
+        let c = codec();
+        let mut r = SegmentedResponse::new(vec![1, 2], sge(40, 0));
+        let (prompt, p) = r.next_request();
+        assert_eq!(prompt, [1, 2]);
+        assert_eq!((p.temperature, p.max_tokens, p.seed), (1.2, 40, Some(9)));
+        assert_eq!(p.stop, ["</a>", "</s>"]);
+        r.absorb(reply("plan</s>", false), &c).unwrap();
+        assert!(!r.is_done());
+        let (prompt, p) = r.next_request();
+        assert_eq!(c.decode(&prompt).unwrap(), "\u{1}\u{2}plan</s><a>");
+        assert_eq!((p.temperature, p.max_tokens), (0.5, 40 - 11));
+        assert_ne!(p.seed, Some(9));
+        assert_eq!(p.stop, ["</a>"]);
+        r.absorb(reply("3</a>", false), &c).unwrap();
+        assert!(r.is_done());
+        let g = r.into_generation(&c).unwrap();
+        assert_eq!(g.text, "plan</s><a>3</a>");
+        let mut temps = vec![1.2f32; 8];
+        temps.extend([0.0; 3]);
+        temps.extend([0.5; 5]);
+        assert_eq!(g.temperatures, temps);
+        assert_eq!(&g.logprobs[8..11], [0.0; 3]);
+    }
+
+    #[test]
+    fn an_end_before_the_scaffold_is_replaced_by_the_marker_and_the_text() {
+        let c = codec();
+        let mut r = SegmentedResponse::new(vec![1], sge(40, 0));
+        r.absorb(reply("ab", true), &c).unwrap();
+        assert!(!r.is_done());
+        let (prompt, p) = r.next_request();
+        assert_eq!(c.decode(&prompt).unwrap(), "\u{1}ab</s><a>");
+        assert_eq!(p.temperature, 0.5);
+        // Ending now ends the response, EOS kept in the ids and out of the text.
+        r.absorb(reply("2", true), &c).unwrap();
+        assert!(r.is_done());
+        let g = r.into_generation(&c).unwrap();
+        assert_eq!(g.text, "ab</s><a>2");
+        assert_eq!(g.response_ids.last(), Some(&0));
+    }
+
+    #[test]
+    fn too_long_a_strategy_is_closed_after_max_tokens() {
+        let c = codec();
+        let mut r = SegmentedResponse::new(vec![1], sge(40, 4));
+        let (_, p) = r.next_request();
+        assert_eq!(p.max_tokens, 4);
+        r.absorb(reply("long", false), &c).unwrap();
+        let g = {
+            r.absorb(reply("x</a>", false), &c).unwrap();
+            r.into_generation(&c).unwrap()
+        };
+        assert_eq!(g.text, "long</s><a>x</a>");
+        assert_eq!(g.temperatures[4..11], [0.0; 7]);
+        assert_eq!(g.temperatures[11..], [0.5; 5]);
+    }
+
+    #[test]
+    fn the_token_budget_cuts_forced_text_and_a_plain_request_is_one_segment() {
+        let c = codec();
+        let mut r = SegmentedResponse::new(vec![1], sge(6, 0));
+        r.absorb(reply("p</s>", false), &c).unwrap();
+        assert!(r.is_done());
+        assert_eq!(r.into_generation(&c).unwrap().text, "p</s><");
+        let plain = SamplingParams {
+            max_new_tokens: 8,
+            stop: vec!["!".into()],
+            ..SamplingParams::default()
+        };
+        let mut r = SegmentedResponse::new(vec![1], plain);
+        let (_, p) = r.next_request();
+        assert_eq!(p.stop, ["!"]);
+        r.absorb(reply("hi", false), &c).unwrap();
+        assert!(
+            r.is_done(),
+            "no rule fired: the server's end is the response's"
+        );
     }
 }

@@ -1060,7 +1060,11 @@ fn sge_strategy_tokens_are_sampled_in_segments_on_a_server() {
         assert_eq!(g.temperatures[..6], [1.5f32; 6]);
         assert_eq!(g.temperatures[6..head], w.temperatures[6..head]);
         assert!(g.temperatures[6..head].iter().all(|&t| t == 0.0));
-        assert!(g.temperatures[head..].iter().all(|&t| t == 0.5), "{:?}", g.temperatures);
+        assert!(
+            g.temperatures[head..].iter().all(|&t| t == 0.5),
+            "{:?}",
+            g.temperatures
+        );
         assert!(g.response_ids.len() > head && g.response_ids.len() <= 60);
         assert_eq!(codec.decode(&g.response_ids).unwrap(), g.text);
         assert!(g.text.contains(&format!("{marker}{after}")), "{}", g.text);

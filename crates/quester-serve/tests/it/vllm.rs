@@ -318,13 +318,21 @@ fn vllm_samples_are_trained_token_for_token_and_follow_the_adapter() {
         .collect();
     let out = Policy::generate(&mut policy, &sge).unwrap();
     for g in &out {
-        let first = g.temperatures.iter().position(|&t| t == 0.0).expect("forced tokens");
+        let first = g
+            .temperatures
+            .iter()
+            .position(|&t| t == 0.0)
+            .expect("forced tokens");
         let last = g.temperatures.iter().rposition(|&t| t == 0.0).unwrap();
         assert!(first <= 4, "{:?}", g.temperatures);
         assert!(g.temperatures[..first].iter().all(|&t| t == 1.0));
         assert!(g.temperatures[first..=last].iter().all(|&t| t == 0.0));
         assert!(g.temperatures[last + 1..].iter().all(|&t| t == 0.7f32));
-        assert!(g.text.contains(marker) && g.text.contains(after), "{}", g.text);
+        assert!(
+            g.text.contains(marker) && g.text.contains(after),
+            "{}",
+            g.text
+        );
         eprintln!("SGE on vLLM: {:?}", g.text);
     }
 
