@@ -665,6 +665,36 @@ fn the_remote_sampler_gives_the_native_engines_generations() {
     assert!(finished.iter().all(|&n| n > 0), "{finished:?}");
 }
 
+/// One update that raises the log-prob of every token of `gens` (so the adapter moves).
+pub(crate) fn raise_every_token(
+    policy: &mut dyn quester_train::policy::TrainablePolicy,
+    gens: &[quester_train::policy::Generation],
+) {
+    use quester_train::policy::{LossValue, TrainSeq};
+    let seqs: Vec<TrainSeq<'_>> = gens
+        .iter()
+        .map(|g| TrainSeq {
+            prompt_ids: &g.prompt_ids,
+            response_ids: &g.response_ids,
+            current_logprobs: None,
+        })
+        .collect();
+    let stats = policy
+        .update(
+            &seqs,
+            &mut |lp: &[Vec<f64>]| LossValue {
+                loss: -lp.iter().flatten().sum::<f64>(),
+                dlogp: lp.iter().map(|v| vec![-1.0; v.len()]).collect(),
+            },
+            0.0,
+        )
+        .unwrap();
+    assert!(
+        !stats.skipped_nonfinite && stats.grad_norm > 0.0,
+        "{stats:?}"
+    );
+}
+
 /// A PEFT adapter of the tiny model with random (non-zero) factors, written to `dir`.
 fn tiny_adapter(dir: &std::path::Path, seed: u64) {
     use candle_core::{Device, Tensor};
@@ -801,9 +831,7 @@ fn a_loaded_adapter_answers_as_the_policy_with_it_and_versions_are_enforced() {
 #[test]
 fn remote_rollouts_follow_every_update_of_the_trainer() {
     use quester_train::policy::remote::RemoteRolloutPolicy;
-    use quester_train::policy::{
-        ChatMessage, GenRequest, LossValue, SamplingParams, TrainSeq, TrainablePolicy,
-    };
+    use quester_train::policy::{ChatMessage, GenRequest, SamplingParams};
 
     let servers = [
         tiny_server(ServeConfig::default()),
@@ -843,29 +871,7 @@ fn remote_rollouts_follow_every_update_of_the_trainer() {
     assert_eq!(policy.version(), 1);
     let local = policy.trainer_mut().generate(&requests).unwrap();
     assert_eq!(ids(&before), ids(&local));
-    // One update that raises every sampled token's log-prob.
-    let seqs: Vec<TrainSeq<'_>> = before
-        .iter()
-        .map(|g| TrainSeq {
-            prompt_ids: &g.prompt_ids,
-            response_ids: &g.response_ids,
-            current_logprobs: None,
-        })
-        .collect();
-    let stats = policy
-        .update(
-            &seqs,
-            &mut |lp: &[Vec<f64>]| LossValue {
-                loss: -lp.iter().flatten().sum::<f64>(),
-                dlogp: lp.iter().map(|v| vec![-1.0; v.len()]).collect(),
-            },
-            0.0,
-        )
-        .unwrap();
-    assert!(
-        !stats.skipped_nonfinite && stats.grad_norm > 0.0,
-        "{stats:?}"
-    );
+    raise_every_token(&mut policy, &before);
     let after = policy.generate(&requests).unwrap();
     assert_eq!(policy.version(), 2);
     let local = policy.trainer_mut().generate(&requests).unwrap();

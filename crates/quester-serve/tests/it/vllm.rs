@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use quester_train::policy::remote::{RemoteRolloutPolicy, RolloutSampler};
-use quester_train::policy::{GenRequest, Generation, LossValue, Policy, TrainSeq, TrainablePolicy};
+use quester_train::policy::{GenRequest, Generation, Policy, TrainSeq, TrainablePolicy};
 use quester_train::TrainError;
 
 fn required_path(var: &str) -> PathBuf {
@@ -195,17 +195,21 @@ fn bandit_config(
     quester_train::TrainConfig::load(&root.join("configs").join(preset), &overrides).unwrap()
 }
 
-/// The largest |d log p| between what the sampler recorded and the trainer's own scoring of
-/// the same ids.
-fn max_gap(trainer: &mut dyn TrainablePolicy, gens: &[Generation]) -> f64 {
-    let seqs: Vec<TrainSeq<'_>> = gens
-        .iter()
+/// Generations as the sequences the trainer scores and trains.
+fn train_seqs(gens: &[Generation]) -> Vec<TrainSeq<'_>> {
+    gens.iter()
         .map(|g| TrainSeq {
             prompt_ids: &g.prompt_ids,
             response_ids: &g.response_ids,
             current_logprobs: None,
         })
-        .collect();
+        .collect()
+}
+
+/// The largest |d log p| between what the sampler recorded and the trainer's own scoring of
+/// the same ids.
+fn max_gap(trainer: &mut dyn TrainablePolicy, gens: &[Generation]) -> f64 {
+    let seqs = train_seqs(gens);
     let scored = trainer.score(&seqs).unwrap();
     gens.iter()
         .zip(&scored)
@@ -337,28 +341,7 @@ fn vllm_samples_are_trained_token_for_token_and_follow_the_adapter() {
     }
 
     // One update that raises the sampled tokens' log-probs: a non-zero adapter, version 2.
-    let seqs: Vec<TrainSeq<'_>> = seen
-        .iter()
-        .map(|g| TrainSeq {
-            prompt_ids: &g.prompt_ids,
-            response_ids: &g.response_ids,
-            current_logprobs: None,
-        })
-        .collect();
-    let stats = policy
-        .update(
-            &seqs,
-            &mut |lp: &[Vec<f64>]| LossValue {
-                loss: -lp.iter().flatten().sum::<f64>(),
-                dlogp: lp.iter().map(|v| vec![-1.0; v.len()]).collect(),
-            },
-            0.0,
-        )
-        .unwrap();
-    assert!(
-        !stats.skipped_nonfinite && stats.grad_norm > 0.0,
-        "{stats:?}"
-    );
+    crate::serve_native::raise_every_token(&mut policy, &seen);
     let requests: Vec<GenRequest> = seen
         .iter()
         .take(4)
@@ -380,14 +363,7 @@ fn vllm_samples_are_trained_token_for_token_and_follow_the_adapter() {
     let models = server.models();
     assert!(models.contains("\"policy-v2\""), "{models}");
     let moved = {
-        let seqs: Vec<TrainSeq<'_>> = after
-            .iter()
-            .map(|g| TrainSeq {
-                prompt_ids: &g.prompt_ids,
-                response_ids: &g.response_ids,
-                current_logprobs: None,
-            })
-            .collect();
+        let seqs = train_seqs(&after);
         let base = quester_train::api::build_policy(&cfg)
             .unwrap()
             .score(&seqs)
