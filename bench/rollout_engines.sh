@@ -50,7 +50,7 @@ train native
 
 p=$(port)
 setsid "$BIN" serve --addr "127.0.0.1:$p" --set "model.path=\"$model\"" >"$TMP/serve.log" 2>&1 &
-PGIDS+=($!); wait_up "http://127.0.0.1:$p/v1" $! "$TMP/serve.log"
+PGIDS+=($!); disown; wait_up "http://127.0.0.1:$p/v1" "${PGIDS[-1]}" "$TMP/serve.log"
 train quester-serve --set rollout.engine=openai --set "rollout.servers=[\"http://127.0.0.1:$p/v1\"]"
 kill -s KILL -- "-${PGIDS[-1]}"
 
@@ -59,7 +59,7 @@ VLLM_ALLOW_RUNTIME_LORA_UPDATING=True VLLM_CPU_KVCACHE_SPACE=2 setsid "$venv/bin
   -m vllm.entrypoints.openai.api_server --model "$model" --served-model-name base \
   --dtype float32 --enable-lora --max-lora-rank 16 --logprobs-mode processed_logprobs \
   --max-model-len 4096 --host 127.0.0.1 --port "$p" >"$TMP/vllm.log" 2>&1 &
-PGIDS+=($!); wait_up "http://127.0.0.1:$p/v1" $! "$TMP/vllm.log"
+PGIDS+=($!); disown; wait_up "http://127.0.0.1:$p/v1" "${PGIDS[-1]}" "$TMP/vllm.log"
 train vllm --set rollout.engine=openai --set "rollout.servers=[\"http://127.0.0.1:$p/v1\"]"
 
 python3 - "$TMP" <<'EOF'
