@@ -102,6 +102,12 @@ impl SegmentedResponse {
             .extend(reply.logprobs.iter().map(|&x| x as f32));
         self.temperatures
             .resize(self.ids.len(), self.temperature as f32);
+        if self.params.temperature_switch.is_none() && self.params.scaffold.is_none() {
+            // No rule can fire: the server's end is the response's, and its text is decoded
+            // once, at the end.
+            self.done = true;
+            return Ok(());
+        }
         let ended = self.ids.len() > before && self.ids.last().is_some_and(|t| eos.contains(t));
         if ended && !self.scaffold_due() {
             self.done = true;
