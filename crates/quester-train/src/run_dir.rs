@@ -252,7 +252,8 @@ impl RunDir {
     }
 
     /// Writes a checkpoint of `policy` after `step` completed steps, atomically, and keeps the
-    /// newest `keep` checkpoints.
+    /// newest `keep` checkpoints. `folders` (a name and a flat folder each) are copied into it
+    /// under `subdir/name`: the adapters of rollouts sampled ahead.
     pub(crate) fn save_checkpoint(
         &self,
         step: usize,
@@ -260,6 +261,7 @@ impl RunDir {
         method_state: &serde_json::Value,
         outcomes: &quester_algos::DistinctOutcomes,
         keep: usize,
+        folders: (&str, &[(String, PathBuf)]),
     ) -> Result<PathBuf, TrainError> {
         let state = CheckpointState {
             step,
@@ -289,6 +291,9 @@ impl RunDir {
         let mut f = io(&op, File::create(&op))?;
         io(&op, f.write_all(text.as_bytes()))?;
         io(&op, f.sync_all())?;
+        for (name, from) in folders.1 {
+            copy_flat(from, &tmp.join(folders.0).join(name))?;
+        }
         let sp = tmp.join(STATE_FILE);
         let text =
             serde_json::to_string_pretty(&state).map_err(|e| TrainError::Policy(e.to_string()))?;
@@ -363,4 +368,19 @@ impl RunDir {
         }
         Ok(())
     }
+}
+
+/// Copies the files of folder `from` into a new folder `to`, each synced.
+pub(crate) fn copy_flat(from: &Path, to: &Path) -> Result<(), TrainError> {
+    io(to, fs::create_dir_all(to))?;
+    for entry in io(from, fs::read_dir(from))? {
+        let entry = io(from, entry)?;
+        let src = entry.path();
+        if src.is_file() {
+            let dst = to.join(entry.file_name());
+            io(&dst, fs::copy(&src, &dst))?;
+            io(&dst, File::open(&dst).and_then(|f| f.sync_all()))?;
+        }
+    }
+    Ok(())
 }

@@ -2,6 +2,7 @@
 
 mod bandit;
 mod openai_client;
+mod sample_ahead;
 mod serve_api;
 mod serve_native;
 mod serve_policy;

@@ -22,7 +22,7 @@ fn tiny_config(overrides: &[String]) -> quester_train::TrainConfig {
     quester_train::TrainConfig::from_table(table).unwrap()
 }
 
-fn tiny_server(config: ServeConfig) -> ServerHandle {
+pub(crate) fn tiny_server(config: ServeConfig) -> ServerHandle {
     let cfg = tiny_config(&[]);
     serve_policy(
         move || {

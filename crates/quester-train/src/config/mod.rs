@@ -196,6 +196,22 @@ impl TrainConfig {
                 "servers are used with rollout.engine = \"openai\" only",
             );
         }
+        if r.max_staleness > 0 {
+            if r.engine != RolloutEngine::Openai {
+                return bad(
+                    "rollout.max_staleness",
+                    "rollouts are sampled ahead on rollout servers only: set rollout.engine = \
+                     \"openai\" and rollout.servers, or rollout.max_staleness = 0",
+                );
+            }
+            if self.algorithm.loss.rollout_correction != quester_algos::RolloutCorrection::Tis {
+                return bad(
+                    "algorithm.loss.rollout_correction",
+                    "rollout.max_staleness > 0 needs \"tis\": samples drawn with older weights \
+                     are weighed by the current weights' probability over theirs",
+                );
+            }
+        }
         if self.training.mini_batch == 0 || self.training.ppo_epochs == 0 {
             return bad("training.mini_batch/ppo_epochs", "must be at least 1");
         }

@@ -233,6 +233,15 @@ pub struct RolloutSection {
     /// The servers of `engine = "openai"`, each a base URL up to and including `/v1`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub servers: Vec<String>,
+    /// With `engine = "openai"`: how many updates a step's rollouts may lag behind (0: each
+    /// step samples with the weights it updates). With k > 0, step s samples with the weights
+    /// after update max(0, s - k), on the servers while the trainer updates.
+    #[serde(skip_serializing_if = "is_zero_count")]
+    pub max_staleness: usize,
+}
+
+fn is_zero_count(n: &usize) -> bool {
+    *n == 0
 }
 
 /// `rollout.engine`.
@@ -263,6 +272,7 @@ impl Default for RolloutSection {
             max_turns: 0,
             engine: RolloutEngine::Native,
             servers: Vec::new(),
+            max_staleness: 0,
         }
     }
 }

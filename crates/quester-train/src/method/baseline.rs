@@ -13,6 +13,7 @@ use crate::rollout::RolloutSpec;
 const fn baseline(name: &'static str, estimator: Estimator) -> MethodSpec {
     MethodSpec {
         name,
+        samples_ahead: true,
         default_estimator: estimator,
         table: None,
         fill_defaults: no_defaults,

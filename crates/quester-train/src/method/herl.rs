@@ -73,6 +73,7 @@ pub(crate) struct HerlConfig {
 /// The registry's row.
 pub(crate) const SPEC: MethodSpec = MethodSpec {
     name: "herl",
+    samples_ahead: false,
     default_estimator: quester_algos::Estimator::Grpo,
     table: Some(TableSpec::of::<HerlConfig>()),
     fill_defaults: no_defaults,

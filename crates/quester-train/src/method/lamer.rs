@@ -9,6 +9,7 @@ use crate::rollout::RolloutSpec;
 /// The registry's row.
 pub(crate) const SPEC: MethodSpec = MethodSpec {
     name: "lamer",
+    samples_ahead: true,
     default_estimator: quester_algos::Estimator::Gigpo,
     table: None,
     fill_defaults: no_defaults,

@@ -20,6 +20,7 @@ use crate::sample::Sample;
 /// The registry's row.
 pub(crate) const SPEC: MethodSpec = MethodSpec {
     name: "mage",
+    samples_ahead: true,
     default_estimator: quester_algos::Estimator::Gigpo,
     table: Some(TableSpec::of::<MageConfig>()),
     fill_defaults,

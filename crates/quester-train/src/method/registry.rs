@@ -16,6 +16,10 @@ use crate::prompts::PromptTemplates;
 pub struct MethodSpec {
     /// The config name (`algorithm.method`).
     pub name: &'static str,
+    /// Whether a step's trials depend on the step and the weights alone (no state carried
+    /// from step to step, no generation outside the rollout), so they may be sampled ahead of
+    /// the update before them (`rollout.max_staleness > 0`).
+    pub samples_ahead: bool,
     /// The advantage estimator when `algorithm.advantage.estimator` is absent.
     pub default_estimator: Estimator,
     /// The method's own config table, if it has one.
@@ -173,7 +177,23 @@ impl TrainConfig {
     pub fn validate(&self) -> Result<(), TrainError> {
         self.validate_core()?;
         crate::opponents::validate(self)?;
-        (spec(&self.algorithm.method)?.validate)(self)?;
+        let method = spec(&self.algorithm.method)?;
+        (method.validate)(self)?;
+        if self.rollout.max_staleness > 0 && !method.samples_ahead {
+            let ahead: Vec<&str> = METHODS
+                .iter()
+                .filter(|m| m.samples_ahead)
+                .map(|m| m.name)
+                .collect();
+            return Err(TrainError::Config(format!(
+                "rollout.max_staleness = {}: method \"{}\" carries state from one step's \
+                 trials to the next or generates outside its rollouts, so its rollouts cannot be \
+                 sampled ahead; set rollout.max_staleness = 0, or use one of {}",
+                self.rollout.max_staleness,
+                method.name,
+                ahead.join(", ")
+            )));
+        }
         self.validate_held_out()
     }
 

@@ -92,6 +92,7 @@ pub struct SgeConfig {
 /// The registry's row.
 pub(crate) const SPEC: MethodSpec = MethodSpec {
     name: "sge",
+    samples_ahead: false,
     default_estimator: quester_algos::Estimator::Grpo,
     table: Some(TableSpec::of::<SgeConfig>()),
     fill_defaults: no_defaults,

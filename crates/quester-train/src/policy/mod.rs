@@ -257,4 +257,17 @@ pub trait TrainablePolicy: Policy {
             "this policy has no LoRA adapter to export".into(),
         ))
     }
+
+    /// Hands over the sampler of a policy whose rollouts are sampled elsewhere, with the folder
+    /// its adapters are written to, so that rollouts are sampled ahead of the updates on
+    /// another thread (`rollout.max_staleness > 0`); until it is given back the policy
+    /// generates with its own engine. None: the policy samples its rollouts itself.
+    fn take_rollout_sampler(
+        &mut self,
+    ) -> Option<(Box<dyn remote::RolloutSampler>, std::path::PathBuf)> {
+        None
+    }
+
+    /// Gives back what [`TrainablePolicy::take_rollout_sampler`] handed over.
+    fn restore_rollout_sampler(&mut self, _sampler: Box<dyn remote::RolloutSampler>) {}
 }

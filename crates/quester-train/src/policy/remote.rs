@@ -15,7 +15,7 @@ use crate::error::TrainError;
 
 /// What samples rollouts away from the trainer: generates from token-id prompts it renders
 /// with the trainer's codec, and takes the trainer's adapters.
-pub trait RolloutSampler {
+pub trait RolloutSampler: Send {
     /// Generates, as [`Policy::generate`]; the generations' token ids are the ones sampled.
     fn generate(&mut self, requests: &[GenRequest]) -> Result<Vec<Generation>, TrainError>;
 
@@ -27,7 +27,9 @@ pub trait RolloutSampler {
 /// The trainer's policy, with its rollouts sampled by a [`RolloutSampler`].
 pub struct RemoteRolloutPolicy {
     trainer: Box<dyn TrainablePolicy>,
-    sampler: Box<dyn RolloutSampler>,
+    /// None while handed over to sample ahead of the updates (then the trainer's own engine
+    /// answers `generate`: evaluations).
+    sampler: Option<Box<dyn RolloutSampler>>,
     /// Where adapters are written for the sampler to read (it must see the same path).
     adapters: PathBuf,
     /// The version last loaded into the sampler.
@@ -47,7 +49,7 @@ impl RemoteRolloutPolicy {
     ) -> Self {
         Self {
             trainer,
-            sampler,
+            sampler: Some(sampler),
             adapters: adapters.to_path_buf(),
             version: 0,
             synced: false,
@@ -74,9 +76,13 @@ impl RemoteRolloutPolicy {
             std::fs::remove_dir_all(&dir).map_err(|e| TrainError::io(&dir, e))?;
         }
         let t = std::time::Instant::now();
+        let Some(sampler) = self.sampler.as_mut() else {
+            return Err(TrainError::Policy(
+                "the rollout sampler is handed over to sample ahead".into(),
+            ));
+        };
         self.trainer.export_adapter(&dir)?;
-        self.sampler
-            .load_adapter(&dir, &format!("policy-v{version}"))?;
+        sampler.load_adapter(&dir, &format!("policy-v{version}"))?;
         let seconds = t.elapsed().as_secs_f64();
         self.sync_seconds += seconds;
         tracing::info!(version, seconds, "adapter loaded into the rollout servers");
@@ -92,10 +98,16 @@ impl RemoteRolloutPolicy {
 
 impl Policy for RemoteRolloutPolicy {
     fn generate(&mut self, requests: &[GenRequest]) -> Result<Vec<Generation>, TrainError> {
+        if self.sampler.is_none() {
+            return self.trainer.generate(requests);
+        }
         if !self.synced {
             self.sync()?;
         }
-        self.sampler.generate(requests)
+        match self.sampler.as_mut() {
+            Some(sampler) => sampler.generate(requests),
+            None => self.trainer.generate(requests),
+        }
     }
 
     fn text_codec(&self) -> Option<Arc<dyn TextCodec>> {
@@ -158,5 +170,16 @@ impl TrainablePolicy for RemoteRolloutPolicy {
 
     fn export_adapter(&self, dir: &Path) -> Result<(), TrainError> {
         self.trainer.export_adapter(dir)
+    }
+
+    fn take_rollout_sampler(&mut self) -> Option<(Box<dyn RolloutSampler>, PathBuf)> {
+        let sampler = self.sampler.take()?;
+        // The servers will hold other weights than the ones synced last.
+        self.synced = false;
+        Some((sampler, self.adapters.clone()))
+    }
+
+    fn restore_rollout_sampler(&mut self, sampler: Box<dyn RolloutSampler>) {
+        self.sampler = Some(sampler);
     }
 }

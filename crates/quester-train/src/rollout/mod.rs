@@ -102,8 +102,10 @@ impl TrialRequest {
 }
 
 /// Builds a fresh environment; the table holds settings merged over the factory's own (empty:
-/// none).
-pub(crate) type EnvFactory<'a> = dyn Fn(&toml::Table) -> Result<Box<dyn Env>, EnvError> + 'a;
+/// none). Shared across threads: rollouts sampled ahead of the updates build their envs on a
+/// worker thread.
+pub(crate) type EnvFactory<'a> =
+    dyn Fn(&toml::Table) -> Result<Box<dyn Env>, EnvError> + Send + Sync + 'a;
 
 /// A play prompt about to be sampled, as a [`TurnHook`] sees it.
 #[derive(Debug, Clone, Copy)]

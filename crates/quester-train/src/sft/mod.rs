@@ -333,6 +333,7 @@ pub fn sft(cfg: &TrainConfig, run_dir: &Path, resume: bool) -> Result<SftSummary
                 &Value::Null,
                 &quester_algos::DistinctOutcomes::new(),
                 KEEP_CHECKPOINTS,
+                ("", &[]),
             )?;
         }
     }

@@ -1,6 +1,7 @@
 //! The training loop: collect trials -> advantages -> mini-batch PPO epochs -> log ->
 //! evaluate -> checkpoint, resumable from the last checkpoint with identical results.
 
+mod ahead;
 pub mod eval;
 pub mod metrics;
 
@@ -9,7 +10,8 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Map, Value};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use crate::behaviour::old_logprobs;
@@ -21,8 +23,9 @@ use crate::prompts::PromptTemplates;
 use crate::rng::{derive, purpose};
 use crate::rollout::{run_trials_with, EnvFactory, TurnContext, TurnHook};
 use crate::run_dir::RunDir;
-use crate::sample::Sample;
+use crate::sample::{Sample, Trial};
 use crate::scoring;
+use ahead::Ahead;
 use quester_algos::RolloutCorrection;
 
 pub use eval::{evaluate_policy, evaluate_with, per_task_outcomes, EvalResult, TaskOutcome};
@@ -53,10 +56,12 @@ struct StepUpdates {
 pub struct Trainer<'a> {
     cfg: TrainConfig,
     policy: Box<dyn TrainablePolicy + 'a>,
-    make_env: Box<EnvFactory<'a>>,
+    make_env: Arc<EnvFactory<'a>>,
     method: Box<dyn TrainingMethod + 'a>,
     run: RunDir,
     step: usize,
+    /// The checkpoint the run resumed from (where the adapters of the rollouts due are).
+    resumed_from: Option<PathBuf>,
     /// Distinct outcomes per training task so far (saved in checkpoints).
     outcomes: quester_algos::DistinctOutcomes,
     /// Checkpoints kept on disk.
@@ -106,20 +111,23 @@ impl<'a> Trainer<'a> {
         let run = RunDir::new(run_dir);
         let mut step = 0;
         let mut outcomes = quester_algos::DistinctOutcomes::new();
+        let mut resumed_from = None;
         if let Some((dir, state)) = run.open(&cfg, resume)? {
             policy.load(&dir)?;
             method.restore(&crate::run_dir::load_method_state(&dir)?)?;
             outcomes = crate::run_dir::load_outcomes(&dir)?;
             step = state.step;
             tracing::info!(step, "resumed from {}", dir.display());
+            resumed_from = Some(dir);
         }
         Ok(Self {
             cfg,
             policy,
-            make_env,
+            make_env: Arc::from(make_env),
             method,
             run,
             step,
+            resumed_from,
             outcomes,
             keep_checkpoints: 2,
             stop_after: None,
@@ -143,6 +151,100 @@ impl<'a> Trainer<'a> {
 
     /// Runs until `training.steps` (or `stop_after`) and returns the summary.
     pub fn run(&mut self) -> Result<TrainSummary, TrainError> {
+        if self.cfg.rollout.max_staleness == 0 {
+            return self.run_steps(None);
+        }
+        let (sampler, adapters) = self.policy.take_rollout_sampler().ok_or_else(|| {
+            TrainError::Config(
+                "rollout.max_staleness > 0 needs rollouts sampled on servers \
+                 (rollout.engine = \"openai\")"
+                    .into(),
+            )
+        })?;
+        let Some(codec) = self.policy.text_codec() else {
+            self.policy.restore_rollout_sampler(sampler);
+            return Err(TrainError::Config(
+                "rollout.max_staleness > 0 needs a policy with a tokenizer".into(),
+            ));
+        };
+        let make_env = Arc::clone(&self.make_env);
+        std::thread::scope(|scope| {
+            let mut ahead = Ahead::start(scope, sampler, codec, make_env, &adapters);
+            let result = self
+                .hand_over_due_steps(&mut ahead)
+                .and_then(|()| self.run_steps(Some(&mut ahead)));
+            if let Some(sampler) = ahead.finish() {
+                self.policy.restore_rollout_sampler(sampler);
+            }
+            result
+        })
+    }
+
+    /// Hands the worker the steps due before the next update: steps `step ..= step + k`, with
+    /// the weights each samples with (the current ones, or, after a resume, the older ones the
+    /// checkpoint kept).
+    fn hand_over_due_steps(&mut self, ahead: &mut Ahead<'_>) -> Result<(), TrainError> {
+        let k = self.cfg.rollout.max_staleness;
+        let end = (self.step + k + 1).min(self.cfg.training.steps);
+        let mut written: Vec<usize> = Vec::new();
+        for s in self.step..end {
+            let weights = ahead::weights_of(s, k);
+            let dir = ahead.adapter_dir(weights);
+            // Written afresh: a folder left by a process that stopped may be half-written.
+            if !written.contains(&weights) {
+                if dir.exists() {
+                    std::fs::remove_dir_all(&dir).map_err(|e| TrainError::io(&dir, e))?;
+                }
+                if weights == self.step {
+                    self.policy.export_adapter(&dir)?;
+                } else {
+                    let kept = self.resumed_from.as_ref().map(|c| {
+                        c.join(ahead::CHECKPOINT_DIR)
+                            .join(ahead::adapter_name(weights))
+                    });
+                    match kept.filter(|k| k.join("adapter_config.json").is_file()) {
+                        Some(kept) => crate::run_dir::copy_flat(&kept, &dir)?,
+                        None => {
+                            return Err(TrainError::Corrupt {
+                                path: self
+                                    .resumed_from
+                                    .as_ref()
+                                    .map_or_else(String::new, |c| c.display().to_string()),
+                                message: format!(
+                                    "step {s} samples with the weights after update {weights}, \
+                                     whose adapter this checkpoint does not hold (was it written \
+                                     with another rollout.max_staleness?)"
+                                ),
+                            })
+                        }
+                    }
+                }
+                written.push(weights);
+            }
+            self.submit(ahead, s, weights, dir)?;
+        }
+        Ok(())
+    }
+
+    /// Hands step `step`'s rollouts to the worker, sampled with the adapter in `adapter`.
+    fn submit(
+        &self,
+        ahead: &mut Ahead<'_>,
+        step: usize,
+        weights: usize,
+        adapter: PathBuf,
+    ) -> Result<(), TrainError> {
+        ahead.submit(ahead::Job {
+            step,
+            weights,
+            adapter,
+            requests: self.method.train_requests(step),
+            spec: self.method.train_spec(),
+        })
+    }
+
+    /// The steps of [`Trainer::run`], with rollouts sampled ahead by `ahead` when given.
+    fn run_steps(&mut self, mut ahead: Option<&mut Ahead<'_>>) -> Result<TrainSummary, TrainError> {
         let total = self.cfg.training.steps;
         let pb = if self.cfg.output.progress {
             let pb = ProgressBar::new(total as u64);
@@ -184,9 +286,21 @@ impl<'a> Trainer<'a> {
                 tracing::info!(step = self.step, spent, budget, "wall-time budget reached");
                 break;
             }
-            let row = self.train_step(self.step)?;
+            let row = self.step_with(self.step, ahead.as_deref_mut())?;
             self.step += 1;
             done_here += 1;
+            if let Some(ahead) = ahead.as_deref_mut() {
+                // The weights just updated sample the step k ahead.
+                let next = self.step + self.cfg.rollout.max_staleness;
+                if next < total {
+                    let dir = ahead.adapter_dir(self.step);
+                    if dir.exists() {
+                        std::fs::remove_dir_all(&dir).map_err(|e| TrainError::io(&dir, e))?;
+                    }
+                    self.policy.export_adapter(&dir)?;
+                    self.submit(ahead, next, self.step, dir)?;
+                }
+            }
             let msg = format!(
                 "reward {:.3} eval pass@1 {}",
                 row.get("reward_mean")
@@ -210,12 +324,24 @@ impl<'a> Trainer<'a> {
             let out_of_time = budget > 0.0 && spent >= budget;
             let every = self.cfg.training.checkpoint_every;
             if self.step == total || out_of_time || (every > 0 && self.step.is_multiple_of(every)) {
+                // The adapters of the steps handed over, so that a resumed run samples them again
+                // with the same weights.
+                let mut due: Vec<(String, PathBuf)> = Vec::new();
+                if let Some(ahead) = ahead.as_deref() {
+                    for (_, w) in ahead.due() {
+                        let name = ahead::adapter_name(w);
+                        if due.iter().all(|(n, _)| *n != name) {
+                            due.push((name, ahead.adapter_dir(w)));
+                        }
+                    }
+                }
                 self.run.save_checkpoint(
                     self.step,
                     self.policy.as_ref(),
                     &self.method.state(),
                     &self.outcomes,
                     self.keep_checkpoints,
+                    (ahead::CHECKPOINT_DIR, &due),
                 )?;
             }
             last = row;
@@ -247,15 +373,36 @@ impl<'a> Trainer<'a> {
         Ok(row)
     }
 
-    /// One training step (index `step`, 0-based): collect, score, update, evaluate, log.
+    /// One training step (index `step`, 0-based): collect, score, update, evaluate, log. With
+    /// `rollout.max_staleness > 0` steps go through [`Trainer::run`], which samples ahead.
     pub fn train_step(&mut self, step: usize) -> Result<Map<String, Value>, TrainError> {
-        let t_start = Instant::now();
+        if self.cfg.rollout.max_staleness > 0 {
+            return Err(TrainError::Config(
+                "rollout.max_staleness > 0: steps sample ahead of the updates, through \
+                 Trainer::run"
+                    .into(),
+            ));
+        }
+        self.step_with(step, None)
+    }
+
+    /// The step's trials: sampled now with the current weights, or taken from `ahead`.
+    fn rollouts(
+        &mut self,
+        step: usize,
+        ahead: Option<&mut Ahead<'_>>,
+    ) -> Result<(Vec<Trial>, Option<ahead::Sampled>), TrainError> {
+        if let Some(ahead) = ahead {
+            let mut sampled = ahead.take(step)?;
+            let trials = std::mem::take(&mut sampled.trials);
+            return Ok((trials, Some(sampled)));
+        }
         let requests = self.method.train_requests(step);
         let spec = self.method.train_spec();
         let method = &self.method;
         let hook = |turns: &[TurnContext<'_>]| method.turn_guidance(step, turns);
         let hook: Option<&TurnHook<'_>> = method.guides_turns(step).then_some(&hook);
-        let mut trials = run_trials_with(
+        let trials = run_trials_with(
             self.policy.as_mut(),
             &*self.make_env,
             &requests,
@@ -263,6 +410,18 @@ impl<'a> Trainer<'a> {
             None,
             hook,
         )?;
+        Ok((trials, None))
+    }
+
+    /// [`Trainer::train_step`], with the trials from `ahead` when given.
+    fn step_with(
+        &mut self,
+        step: usize,
+        ahead: Option<&mut Ahead<'_>>,
+    ) -> Result<Map<String, Value>, TrainError> {
+        let t_start = Instant::now();
+        let (mut trials, sampled) = self.rollouts(step, ahead)?;
+        // Sampled ahead: the time the trainer waited for the rollouts.
         let t_rollout = t_start.elapsed().as_secs_f64();
 
         let t_passes = Instant::now();
@@ -356,7 +515,17 @@ impl<'a> Trainer<'a> {
         }
         row.insert("time_rollout_s".into(), json!(t_rollout));
         // Part of the rollout time: the new adapter loaded into the rollout servers.
-        let t_sync = self.policy.take_weight_sync_seconds();
+        let mut t_sync = self.policy.take_weight_sync_seconds();
+        if let Some(sampled) = &sampled {
+            // Sampled ahead: the worker's own seconds on the step, and the updates its weights
+            // were behind.
+            t_sync = sampled.sync_seconds;
+            row.insert(
+                "time_sampling_ahead_s".into(),
+                json!(sampled.sampling_seconds),
+            );
+            row.insert("rollout_staleness".into(), json!(step - sampled.weights));
+        }
         if self.cfg.rollout.engine == crate::config::RolloutEngine::Openai {
             row.insert("time_weight_sync_s".into(), json!(t_sync));
         }

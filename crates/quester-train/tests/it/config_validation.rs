@@ -411,3 +411,44 @@ fn rollouts_on_servers_need_servers_and_a_lora_adapter() {
         .to_string();
     assert!(e.contains("quester train"), "{e}");
 }
+
+#[test]
+fn rollouts_sampled_ahead_need_servers_tis_and_a_stateless_method() {
+    let servers = [
+        "rollout.engine=\"openai\"",
+        "rollout.servers=[\"http://127.0.0.1:8000/v1\"]",
+    ];
+    let with = |extra: &[&'static str]| -> Vec<&'static str> {
+        servers.iter().chain(extra).copied().collect()
+    };
+    refused(
+        "lamer_bandit_cpu.toml",
+        &["rollout.max_staleness=1"],
+        "rollout.max_staleness: rollouts are sampled ahead on rollout servers only",
+    );
+    refused(
+        "lamer_bandit_cpu.toml",
+        &with(&["rollout.max_staleness=1"]),
+        "algorithm.loss.rollout_correction: rollout.max_staleness > 0 needs \"tis\"",
+    );
+    let tis = "algorithm.loss.rollout_correction=\"tis\"";
+    refused(
+        "sge_coding_cpu.toml",
+        &with(&["rollout.max_staleness=1", tis]),
+        "rollout.max_staleness = 1: method \"sge\" carries state",
+    );
+    refused(
+        "lamer_bandit_cpu.toml",
+        &with(&["rollout.max_staleness=-1", tis]),
+        "rollout.max_staleness",
+    );
+    for p in ["lamer_bandit_cpu.toml", "grpo_bandit_cpu.toml"] {
+        let c = preset(p, &with(&["rollout.max_staleness=2", tis])).unwrap();
+        assert_eq!(c.rollout.max_staleness, 2);
+    }
+    // Absent at 0, so earlier runs' resolved configs read the same.
+    let c = preset("lamer_bandit_cpu.toml", &[]).unwrap();
+    assert!(!toml::to_string(&c.rollout)
+        .unwrap()
+        .contains("max_staleness"));
+}

@@ -96,6 +96,7 @@ pub struct Empo2Config {
 /// The registry's row.
 pub(crate) const SPEC: MethodSpec = MethodSpec {
     name: "empo2",
+    samples_ahead: false,
     default_estimator: quester_algos::Estimator::Grpo,
     table: Some(TableSpec::of::<Empo2Config>()),
     fill_defaults: no_defaults,
