@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The tables of docs/results/vllm-rollouts.md, from the runs of scripts/vllm_rollouts_runs.sh.
 
-Per training step of each run (native engine, vLLM, vLLM with TIS): the training reward and
+Per training step of each run (native engine, vLLM, vLLM with TIS, vLLM with TIS sampled one
+update ahead): the updates its rollouts' weights were behind, the training reward and
 invalid rate, the sampler / trainer gap (mean |d log p| and k3 KL over every sampled token), the
 TIS weights' mean and truncated share, and the step's time split. Then the held-out evaluation of
 every policy on the native engine: pass@1..3 with 95% percentile-bootstrap intervals over tasks
@@ -13,7 +14,7 @@ import json
 import random
 import sys
 
-RUNS = ["native", "vllm", "vllm-tis"]
+RUNS = ["native", "vllm", "vllm-tis", "vllm-ahead"]
 
 
 def rows(path):
@@ -45,14 +46,15 @@ def main():
     d = sys.argv[1]
     print("### Training, step by step\n")
     print(
-        "| run | step | reward | invalid | gap mean abs d log p | KL(sampler, trainer) "
+        "| run | step | lag | reward | invalid | gap mean abs d log p | KL(sampler, trainer) "
         "| TIS weight mean | TIS truncated | rollout s | of which weight sync s | update s |"
     )
-    print("| --- " * 11 + "|")
+    print("| --- " * 12 + "|")
     for run in RUNS:
         for r in rows(f"{d}/{run}/metrics.jsonl"):
             print(
-                f"| {run} | {r['step']} | {r['reward_mean']:.3f} | {r['invalid_rate']:.3f} "
+                f"| {run} | {r['step']} | {r.get('rollout_staleness', 0)} "
+                f"| {r['reward_mean']:.3f} | {r['invalid_rate']:.3f} "
                 f"| {fmt(r.get('sampler_logp_gap'), '.2e')} | {fmt(r.get('sampler_kl'), '.2e')} "
                 f"| {fmt(r.get('tis_weight_mean'), '.6f')} "
                 f"| {fmt(r.get('tis_truncated_fraction'), '.4f')} "

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The learning run of docs/results/vllm-rollouts.md: LaMer on the meta-bandit, 8 steps, seed 0,
-# rollouts on our native engine, on a real vLLM server, and on vLLM with TIS; then each trained
+# rollouts on our native engine, on a real vLLM server, on vLLM with TIS, and on vLLM with TIS
+# sampled one update ahead (rollout.max_staleness = 1); then each trained
 # checkpoint and the untrained model evaluated on the native engine with the same sampling
 # streams. Resumable: run it again after a kill and it continues.
 # Usage: scripts/vllm_rollouts_runs.sh   (BIN, OUT, PORT override the defaults)
@@ -56,10 +57,12 @@ start_vllm
 servers=(--set rollout.engine=openai --set "rollout.servers=[\"http://127.0.0.1:$PORT/v1\"]")
 train vllm "${servers[@]}"
 train vllm-tis "${servers[@]}" --set 'algorithm.loss.rollout_correction="tis"'
+train vllm-ahead "${servers[@]}" --set 'algorithm.loss.rollout_correction="tis"' \
+  --set rollout.max_staleness=1
 stop_vllm
 vllm_pid=
 # Every policy on the native engine, 64 held-out bandits, the preset's evaluation sampling.
-for name in untrained native vllm vllm-tis; do
+for name in untrained native vllm vllm-tis vllm-ahead; do
   [ -f "$OUT/eval-$name/eval.json" ] && continue
   ckpt=()
   [ "$name" = untrained ] || ckpt=(--checkpoint "$OUT/$name/checkpoints/latest")
