@@ -100,19 +100,41 @@ fn train(
     log: &Arc<Mutex<Vec<Event>>>,
     stop_after: Option<usize>,
 ) -> usize {
+    let mut trainer = trainer(cfg, run, log);
+    trainer.stop_after = stop_after;
+    trainer.run().unwrap().steps
+}
+
+/// A trainer of `cfg` in `run` (resuming what is there), its sampler recording into `log`.
+fn trainer(
+    cfg: &TrainConfig,
+    run: &Path,
+    log: &Arc<Mutex<Vec<Event>>>,
+) -> quester_train::trainer::Trainer<'static> {
     let factory = recording(log);
     let policy = quester_train::api::build_training_policy(cfg, run, Some(&factory)).unwrap();
     let resume = run.join("config.resolved.toml").is_file();
-    let mut trainer = quester_train::trainer::Trainer::new(
+    quester_train::trainer::Trainer::new(
         cfg.clone(),
         policy,
         quester_train::api::env_factory(cfg),
         run,
         resume,
     )
-    .unwrap();
-    trainer.stop_after = stop_after;
-    trainer.run().unwrap().steps
+    .unwrap()
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dst = to.join(e.file_name());
+        if e.path().is_dir() {
+            copy_tree(&e.path(), &dst);
+        } else {
+            std::fs::copy(e.path(), dst).unwrap();
+        }
+    }
 }
 
 /// The training rows without their timings.
@@ -228,6 +250,15 @@ fn rollouts_sampled_ahead_use_the_weights_the_schedule_names_and_resume_exactly(
     assert!(kept.join("ahead-w0/adapter_config.json").is_file());
     assert!(kept.join("ahead-w1/adapter_config.json").is_file());
     log2.lock().unwrap().clear();
+    // A copy whose checkpoint lost those adapters refuses to resume, naming the checkpoint.
+    let run3 = tmp.path().join("lost");
+    copy_tree(&run2, &run3);
+    std::fs::remove_dir_all(run3.join("checkpoints/step_000001/ahead")).unwrap();
+    let e = trainer(&cfg, &run3, &log2).run().unwrap_err().to_string();
+    assert!(
+        e.contains("step_000001") && e.contains("does not hold"),
+        "{e}"
+    );
     assert_eq!(train(&cfg, &run2, &log2, None), 3);
     let resumed = loads(&log2);
     let names: Vec<&str> = resumed.iter().map(|(n, _)| n.as_str()).collect();

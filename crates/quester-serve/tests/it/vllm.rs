@@ -440,7 +440,10 @@ fn training_steps_on_vllm_and_a_killed_server() {
             );
             if row.get("rollout_staleness").and_then(Value::as_u64) == Some(1) {
                 // Sampled with the weights before the update: the gap is the update's too.
-                assert!(gap.is_finite() && kl.is_finite() && w > 0.0 && w <= 2.0, "{row:?}");
+                assert!(
+                    gap.is_finite() && kl.is_finite() && w > 0.0 && w <= 2.0,
+                    "{row:?}"
+                );
             } else {
                 assert!(gap < 1e-3 && kl < 1e-5 && (w - 1.0).abs() < 1e-2, "{row:?}");
             }
