@@ -193,11 +193,15 @@ impl<'scope> Ahead<'scope> {
         Ok(sampled)
     }
 
-    /// Stops the worker after the job it is on and gives back the sampler.
-    pub fn finish(mut self) -> Option<Box<dyn RolloutSampler>> {
+    /// Stops the worker after the job it is on and gives back the sampler; fails when the
+    /// worker panicked.
+    pub fn finish(mut self) -> Result<Box<dyn RolloutSampler>, TrainError> {
         self.stop.store(true, Ordering::SeqCst);
         self.jobs = None;
-        self.worker.take().and_then(|w| w.join().ok())
+        self.worker
+            .take()
+            .and_then(|w| w.join().ok())
+            .ok_or_else(|| TrainError::Policy("the rollout worker panicked".into()))
     }
 }
 

@@ -173,10 +173,15 @@ impl<'a> Trainer<'a> {
             let result = self
                 .hand_over_due_steps(&mut ahead)
                 .and_then(|()| self.run_steps(Some(&mut ahead)));
-            if let Some(sampler) = ahead.finish() {
-                self.policy.restore_rollout_sampler(sampler);
+            match ahead.finish() {
+                Ok(sampler) => {
+                    self.policy.restore_rollout_sampler(sampler);
+                    result
+                }
+                // The run's own error comes first; a worker that panicked fails a run that did
+                // not.
+                Err(e) => result.and(Err(e)),
             }
-            result
         })
     }
 
