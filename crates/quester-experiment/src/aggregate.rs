@@ -52,8 +52,12 @@ pub struct RunSummary {
     pub num_attempts: usize,
     pub trained: Option<Figures>,
     pub untrained: Option<Figures>,
-    /// Trained minus untrained on the same tasks and sampling streams.
+    /// Trained minus untrained on the same tasks and sampling streams (for a row evaluated as
+    /// another run, that run's untrained evaluation).
     pub gain: Option<Figures>,
+    /// For a run's `evaluate_as` row: the run whose evaluation its checkpoints got.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evaluated_as: Option<String>,
     /// Per seed: summed training-step time, and the trained evaluation's time.
     pub train_seconds: Option<Interval>,
     pub eval_seconds: Option<Interval>,
@@ -220,95 +224,27 @@ pub fn aggregate(runner: &Runner) -> Result<Summary, ExperimentError> {
     let mut notes = Vec::new();
     let mut metrics: Vec<String> = Vec::new();
     let mut runs = Vec::new();
-    // Per run: the trained evaluations by seed, and the untrained one.
+    // Per row (a run, or a run evaluated as another): the trained evaluations by seed.
     let mut trained_evals: Vec<Vec<(u64, EvalFiles)>> = Vec::new();
-    for (index, run) in plan.runs.iter().enumerate() {
-        let cfg0 = plan.config(index, plan.seeds[0])?;
-        let names = metric_names(cfg0.eval.num_attempts);
-        for n in &names {
-            if !metrics.contains(n) {
-                metrics.push(n.clone());
+    let rows = (0..plan.runs.len()).map(|index| (index, None)).chain(
+        plan.evaluations_as()
+            .into_iter()
+            .map(|(index, like)| (index, Some(like))),
+    );
+    for (index, like) in rows {
+        let (row, evals) = summarize_row(runner, index, like, &cfg, &mut notes)?;
+        for n in metric_names(row.num_attempts) {
+            if !metrics.contains(&n) {
+                metrics.push(n);
             }
         }
-        let untrained_unit = Unit::Untrained { run: index };
-        let untrained = if runner.is_done(&untrained_unit) {
-            Some(read_eval(&runner.eval_dir(&untrained_unit))?)
-        } else {
-            None
-        };
-        let mut evals = Vec::new();
-        let mut markers: Vec<Trained> = Vec::new();
-        for &seed in &plan.seeds {
-            let unit = Unit::Eval { run: index, seed };
-            if !runner.is_done(&unit) {
-                continue;
-            }
-            evals.push((seed, read_eval(&runner.eval_dir(&unit))?));
-            let marker = runner.seed_dir(index, seed).join("trained.json");
-            let text =
-                std::fs::read_to_string(&marker).map_err(|e| ExperimentError::io(&marker, e))?;
-            markers.push(
-                serde_json::from_str(&text)
-                    .map_err(|e| ExperimentError::results(&marker, e.to_string()))?,
-            );
-        }
-        let refs: Vec<&EvalFiles> = evals.iter().map(|(_, e)| e).collect();
-        if !same_tasks(&refs) {
-            return Err(ExperimentError::results(
-                runner.dir(),
-                format!(
-                    "run `{}`: its seeds were evaluated on different tasks",
-                    run.name
-                ),
-            ));
-        }
-        let trained = if refs.is_empty() {
-            None
-        } else {
-            Some(figures(&refs, &names, &cfg)?)
-        };
-        let untrained_figs = untrained
-            .as_ref()
-            .map(|u| figures(&[u], &names, &cfg))
-            .transpose()?;
-        let gain = match (&untrained, refs.is_empty()) {
-            (Some(u), false) if same_tasks(&[refs[0], u]) => {
-                Some(diffs(&refs, &[u], &names, &cfg)?)
-            }
-            (Some(_), false) => {
-                notes.push(format!(
-                    "run `{}`: the untrained policy was evaluated on other tasks; no gain",
-                    run.name
-                ));
-                None
-            }
-            _ => None,
-        };
-        let train_secs: Vec<f64> = markers.iter().map(|m| m.train_seconds).collect();
-        let eval_secs: Vec<f64> = evals.iter().map(|(_, e)| e.seconds).collect();
-        runs.push(RunSummary {
-            name: run.name.clone(),
-            preset: plan.presets[index].display().to_string(),
-            method: cfg0.algorithm.method.clone(),
-            env: cfg0.env.name.clone(),
-            seeds_planned: plan.seeds.len(),
-            seeds_done: evals.iter().map(|(s, _)| *s).collect(),
-            steps: markers.first().map(|m| m.steps),
-            episodes: markers.first().map(|m| m.steps * m.episodes_per_step),
-            eval_tasks: cfg0.eval.tasks,
-            samples_per_task: cfg0.eval.samples_per_task.max(1),
-            num_attempts: cfg0.eval.num_attempts,
-            trained,
-            untrained: untrained_figs,
-            gain,
-            train_seconds: over_seeds(&train_secs, &cfg),
-            eval_seconds: over_seeds(&eval_secs, &cfg),
-        });
+        runs.push(row);
         trained_evals.push(evals);
     }
+    let row_index = |name: &str| runs.iter().position(|r| r.name == name);
     let mut comparisons = Vec::new();
     for [a, b] in &plan.compare {
-        let (Some(ia), Some(ib)) = (plan.run_index(a), plan.run_index(b)) else {
+        let (Some(ia), Some(ib)) = (row_index(a), row_index(b)) else {
             continue;
         };
         // Pair on the seeds both have finished.
@@ -367,6 +303,112 @@ pub fn aggregate(runner: &Runner) -> Result<Summary, ExperimentError> {
         curves,
         notes,
     })
+}
+
+/// One row of the summary: run `index` evaluated as itself, or (with `like`) its checkpoints
+/// evaluated as run `like` is, whose untrained evaluation is then the row's baseline. Returns
+/// the row and its trained evaluations by seed.
+fn summarize_row(
+    runner: &Runner,
+    index: usize,
+    like: Option<usize>,
+    cfg: &BootstrapConfig,
+    notes: &mut Vec<String>,
+) -> Result<(RunSummary, Vec<(u64, EvalFiles)>), ExperimentError> {
+    let plan = runner.plan();
+    let run = &plan.runs[index];
+    let (name, evaluated_as) = match like {
+        Some(l) => (
+            crate::plan::evaluated_as_name(&run.name, &plan.runs[l].name),
+            Some(plan.runs[l].name.clone()),
+        ),
+        None => (run.name.clone(), None),
+    };
+    let eval_run = like.unwrap_or(index);
+    let cfg0 = plan.config(index, plan.seeds[0])?;
+    let eval_cfg = plan.config(eval_run, plan.seeds[0])?.eval;
+    let names = metric_names(eval_cfg.num_attempts);
+    let untrained_unit = Unit::Untrained { run: eval_run };
+    let untrained = if runner.is_done(&untrained_unit) {
+        Some(read_eval(&runner.eval_dir(&untrained_unit))?)
+    } else {
+        None
+    };
+    let mut evals = Vec::new();
+    let mut markers: Vec<Trained> = Vec::new();
+    for &seed in &plan.seeds {
+        let unit = match like {
+            Some(like) => Unit::EvalAs {
+                run: index,
+                seed,
+                like,
+            },
+            None => Unit::Eval { run: index, seed },
+        };
+        if !runner.is_done(&unit) {
+            continue;
+        }
+        evals.push((seed, read_eval(&runner.eval_dir(&unit))?));
+        let marker = runner.seed_dir(index, seed).join("trained.json");
+        let text = std::fs::read_to_string(&marker).map_err(|e| ExperimentError::io(&marker, e))?;
+        markers.push(
+            serde_json::from_str(&text)
+                .map_err(|e| ExperimentError::results(&marker, e.to_string()))?,
+        );
+    }
+    let refs: Vec<&EvalFiles> = evals.iter().map(|(_, e)| e).collect();
+    if !same_tasks(&refs) {
+        return Err(ExperimentError::results(
+            runner.dir(),
+            format!("row `{name}`: its seeds were evaluated on different tasks"),
+        ));
+    }
+    let trained = if refs.is_empty() {
+        None
+    } else {
+        Some(figures(&refs, &names, cfg)?)
+    };
+    let gain = match (&untrained, refs.is_empty()) {
+        (Some(u), false) if same_tasks(&[refs[0], u]) => Some(diffs(&refs, &[u], &names, cfg)?),
+        (Some(_), false) => {
+            notes.push(format!(
+                "row `{name}`: the untrained policy was evaluated on other tasks; no gain"
+            ));
+            None
+        }
+        _ => None,
+    };
+    // A row evaluated as another run shows no untrained figures of its own: they are the
+    // other run's untrained row.
+    let untrained_figs = match like {
+        Some(_) => None,
+        None => untrained
+            .as_ref()
+            .map(|u| figures(&[u], &names, cfg))
+            .transpose()?,
+    };
+    let train_secs: Vec<f64> = markers.iter().map(|m| m.train_seconds).collect();
+    let eval_secs: Vec<f64> = evals.iter().map(|(_, e)| e.seconds).collect();
+    let row = RunSummary {
+        name,
+        preset: plan.presets[index].display().to_string(),
+        method: cfg0.algorithm.method.clone(),
+        env: cfg0.env.name.clone(),
+        seeds_planned: plan.seeds.len(),
+        seeds_done: evals.iter().map(|(s, _)| *s).collect(),
+        steps: markers.first().map(|m| m.steps),
+        episodes: markers.first().map(|m| m.steps * m.episodes_per_step),
+        eval_tasks: eval_cfg.tasks,
+        samples_per_task: eval_cfg.samples_per_task.max(1),
+        num_attempts: eval_cfg.num_attempts,
+        trained,
+        untrained: untrained_figs,
+        gain,
+        evaluated_as,
+        train_seconds: over_seeds(&train_secs, cfg),
+        eval_seconds: over_seeds(&eval_secs, cfg),
+    };
+    Ok((row, evals))
 }
 
 /// The learning curve of `metric` per run from the training runs' metrics (finished or not).

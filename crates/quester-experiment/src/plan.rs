@@ -81,6 +81,11 @@ pub struct RunPlan {
     /// Dotted overrides over the preset (after the plan-wide `set`).
     #[serde(default)]
     pub set: Vec<String>,
+    /// Other runs whose evaluation this run's trained checkpoints also get: `["lamer"]`
+    /// evaluates a baseline the way LaMer is evaluated (its prompts and attempts), as the
+    /// papers evaluate their baselines "with memory". Each adds a row `<run> as <other>`.
+    #[serde(default)]
+    pub evaluate_as: Vec<String>,
 }
 
 /// A parsed and checked plan.
@@ -177,6 +182,26 @@ impl Plan {
                 )));
             }
         }
+        for r in &file.runs {
+            for other in &r.evaluate_as {
+                if other == &r.name || !names.contains(other) {
+                    return Err(bad(format!(
+                        "run `{}`: evaluate_as `{other}` is not the name of another run",
+                        r.name
+                    )));
+                }
+            }
+        }
+        // What `compare` may name: the runs, and each run evaluated as another.
+        let rows: std::collections::BTreeSet<String> = names
+            .iter()
+            .cloned()
+            .chain(file.runs.iter().flat_map(|r| {
+                r.evaluate_as
+                    .iter()
+                    .map(move |other| evaluated_as_name(&r.name, other))
+            }))
+            .collect();
         let mut compare = file.compare.clone();
         if compare.is_empty() {
             compare = file.runs[1..]
@@ -186,8 +211,11 @@ impl Plan {
         }
         for [a, b] in &compare {
             for n in [a, b] {
-                if !names.contains(n) {
-                    return Err(bad(format!("compare: `{n}` is not the name of a run")));
+                if !rows.contains(n) {
+                    return Err(bad(format!(
+                        "compare: `{n}` is not the name of a run or of a run's `evaluate_as` \
+                         row (`<run> as <other>`)"
+                    )));
                 }
             }
             if a == b {
@@ -252,7 +280,37 @@ impl Plan {
                 plan.config(i, seed)?;
             }
         }
+        for (run, like) in plan.evaluations_as() {
+            // The other run's policy must load this run's checkpoints.
+            let (a, b) = (
+                plan.config(run, plan.seeds[0])?,
+                plan.config(like, plan.seeds[0])?,
+            );
+            if a.model != b.model {
+                return Err(ExperimentError::Plan {
+                    path: plan.path.clone(),
+                    message: format!(
+                        "run `{}`: evaluate_as `{}` needs the same [model] section in both \
+                         runs (the other run's evaluation loads this run's checkpoints)",
+                        plan.runs[run].name, plan.runs[like].name
+                    ),
+                });
+            }
+        }
         Ok(plan)
+    }
+
+    /// Every (run, other run) pair of the runs' `evaluate_as`, by index, in plan order.
+    pub fn evaluations_as(&self) -> Vec<(usize, usize)> {
+        self.runs
+            .iter()
+            .enumerate()
+            .flat_map(|(i, r)| {
+                r.evaluate_as
+                    .iter()
+                    .filter_map(move |other| self.run_index(other).map(|j| (i, j)))
+            })
+            .collect()
     }
 
     /// The config run `index` trains with seed `seed`: the preset, the plan's `set`, the run's
@@ -344,6 +402,11 @@ impl Plan {
     pub fn run_index(&self, name: &str) -> Option<usize> {
         self.runs.iter().position(|r| r.name == name)
     }
+}
+
+/// The row of run `run`'s checkpoints evaluated as run `other` is: `grpo as lamer`.
+pub fn evaluated_as_name(run: &str, other: &str) -> String {
+    format!("{run} as {other}")
 }
 
 /// Scheduled episodes (attempts) of one training step.

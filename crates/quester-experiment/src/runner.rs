@@ -11,6 +11,7 @@
 //! <run>/seed-<s>/train/            the training run (config, metrics, checkpoints, trajectories)
 //! <run>/seed-<s>/trained.json      marker: training finished (steps, seconds)
 //! <run>/seed-<s>/eval/             the trained policy's evaluation
+//! <run>/seed-<s>/eval-as-<other>/  the same checkpoint evaluated as run <other> is
 //! results.md, summary.json, plots/, report.html   the aggregate (rewritten after every unit)
 //! ```
 //!
@@ -41,6 +42,9 @@ pub enum Unit {
     Train { run: usize, seed: u64 },
     /// Evaluate the trained policy of run `run`, seed `seed`.
     Eval { run: usize, seed: u64 },
+    /// Evaluate the trained policy of run `run`, seed `seed`, with the config of run `like`
+    /// (the run's `evaluate_as`).
+    EvalAs { run: usize, seed: u64, like: usize },
 }
 
 /// The config an evaluation ran with, saved beside its results.
@@ -114,7 +118,7 @@ impl Runner {
     }
 
     /// The units in execution order: the untrained evaluations first, then seed by seed every
-    /// run's training and evaluation (so a partly finished experiment compares every method on
+    /// run's training and evaluations (so a partly finished experiment compares every method on
     /// its first seeds).
     pub fn units(&self) -> Vec<Unit> {
         let p = &self.plan;
@@ -126,6 +130,11 @@ impl Runner {
             for run in 0..p.runs.len() {
                 units.push(Unit::Train { run, seed });
                 units.push(Unit::Eval { run, seed });
+                for (r, like) in p.evaluations_as() {
+                    if r == run {
+                        units.push(Unit::EvalAs { run, seed, like });
+                    }
+                }
             }
         }
         units
@@ -138,6 +147,9 @@ impl Runner {
             Unit::Untrained { run } => format!("{} untrained: eval", name(run)),
             Unit::Train { run, seed } => format!("{} seed {seed}: train", name(run)),
             Unit::Eval { run, seed } => format!("{} seed {seed}: eval", name(run)),
+            Unit::EvalAs { run, seed, like } => {
+                format!("{} seed {seed}: eval as {}", name(run), name(like))
+            }
         }
     }
 
@@ -163,6 +175,9 @@ impl Runner {
             Unit::Train { run, seed } | Unit::Eval { run, seed } => {
                 self.seed_rel(*run, *seed).join("eval")
             }
+            Unit::EvalAs { run, seed, like } => self
+                .seed_rel(*run, *seed)
+                .join(format!("eval-as-{}", self.plan.runs[*like].name)),
         }
     }
 
@@ -170,7 +185,7 @@ impl Runner {
     /// directory, each with whether it must be there. A training unit has none of its own: it
     /// is kept with its evaluation.
     fn kept_files(&self, unit: &Unit) -> Vec<(PathBuf, bool)> {
-        let (Unit::Untrained { .. } | Unit::Eval { .. }) = unit else {
+        let (Unit::Untrained { .. } | Unit::Eval { .. } | Unit::EvalAs { .. }) = unit else {
             return Vec::new();
         };
         let eval = self.eval_rel(unit);
@@ -283,9 +298,11 @@ impl Runner {
     fn episodes(&self, unit: &Unit) -> f64 {
         let cfg = |run: usize| self.plan.config(run, self.plan.seeds[0]).ok();
         match unit {
-            Unit::Untrained { run } | Unit::Eval { run, .. } => cfg(*run).map_or(1.0, |c| {
-                (c.eval.tasks * c.eval.samples_per_task.max(1) * c.eval.num_attempts) as f64
-            }),
+            Unit::Untrained { run } | Unit::Eval { run, .. } | Unit::EvalAs { like: run, .. } => {
+                cfg(*run).map_or(1.0, |c| {
+                    (c.eval.tasks * c.eval.samples_per_task.max(1) * c.eval.num_attempts) as f64
+                })
+            }
             Unit::Train { run, .. } => {
                 cfg(*run).map_or(1.0, |c| (c.training.steps * episodes_per_step(&c)) as f64)
             }
@@ -295,7 +312,7 @@ impl Runner {
     /// The config a unit ran with, as saved in the directory (None when it has not started).
     fn saved_config(&self, unit: &Unit) -> Result<Option<(PathBuf, String)>, ExperimentError> {
         let path = match unit {
-            Unit::Untrained { .. } => self.eval_dir(unit).join(EVAL_CONFIG),
+            Unit::Untrained { .. } | Unit::EvalAs { .. } => self.eval_dir(unit).join(EVAL_CONFIG),
             Unit::Train { run, seed } | Unit::Eval { run, seed } => {
                 RunDir::new(&self.seed_dir(*run, *seed).join("train")).config_path()
             }
@@ -337,6 +354,7 @@ impl Runner {
                 Unit::Train { run, seed } | Unit::Eval { run, seed } => {
                     self.plan.config(run, seed)?
                 }
+                Unit::EvalAs { seed, like, .. } => self.plan.config(like, seed)?,
             };
             // How often a run saves does not touch its results.
             now.training.checkpoint_every = old.training.checkpoint_every;
@@ -441,14 +459,22 @@ impl Runner {
                     .map_err(wrap)?;
                 Ok(true)
             }
-            Unit::Eval { run, seed } => {
-                let cfg = self.plan.config(run, seed)?;
+            Unit::Eval { run, seed } | Unit::EvalAs { run, seed, .. } => {
+                let like = match *unit {
+                    Unit::EvalAs { like, .. } => like,
+                    _ => run,
+                };
+                let cfg = self.plan.config(like, seed)?;
                 let train = RunDir::new(&self.seed_dir(run, seed).join("train"));
                 let (checkpoint, _) =
                     train.latest_checkpoint().map_err(wrap)?.ok_or_else(|| {
                         ExperimentError::results(
                             train.path(),
-                            "training finished without a checkpoint",
+                            format!(
+                                "{label} needs this run's last checkpoint, and there is none \
+                                 (a run restored from a keep directory has none: delete its \
+                                 kept seed folder to train it again)"
+                            ),
                         )
                     })?;
                 self.evaluate(&cfg, Some(&checkpoint), &self.eval_dir(unit))

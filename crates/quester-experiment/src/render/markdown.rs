@@ -90,6 +90,15 @@ pub fn markdown(s: &Summary) -> String {
             r.name, r.method
         ));
     }
+    for r in s.runs.iter().filter(|r| r.evaluated_as.is_some()) {
+        let base = r.name.split(" as ").next().unwrap_or(&r.name);
+        let like = r.evaluated_as.as_deref().unwrap_or_default();
+        out.push_str(&format!(
+            "\n`{}`: {base}'s trained checkpoints evaluated the way {like} is (its prompts \
+             and attempts); its untrained row is {like}'s.\n",
+            r.name
+        ));
+    }
     let gains: Vec<_> = s.runs.iter().filter(|r| r.gain.is_some()).collect();
     if !gains.is_empty() {
         out.push_str(

@@ -665,3 +665,188 @@ fn presets_and_overrides_of_either_config_layout_combine() {
     let rewritten = Runner::new(Plan::load(&path).unwrap(), &dir);
     rewritten.check_unchanged().unwrap();
 }
+
+/// The bandit plan with GRPO's checkpoints also evaluated as LaMer is (`evaluate_as`), and the
+/// comparison of LaMer with that row.
+fn plan_evaluating_grpo_as_lamer(dir: &Path) -> Plan {
+    let (l, g) = write_presets(dir);
+    let text = plan_text(&l, &g, "")
+        .replace(
+            &format!("preset = \"{}\"\n", g.display()),
+            &format!("preset = \"{}\"\nevaluate_as = [\"lamer\"]\n", g.display()),
+        )
+        .replacen(
+            "[budget]",
+            "compare = [[\"lamer\", \"grpo\"], [\"lamer\", \"grpo as lamer\"]]\n[budget]",
+            1,
+        );
+    let path = dir.join("plan.toml");
+    std::fs::write(&path, &text).unwrap();
+    Plan::load(&path).unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+/// A baseline evaluated "with memory", as the papers do: GRPO's trained checkpoint goes
+/// through LaMer's evaluation (its attempts see the earlier ones) as a unit of its own, kept
+/// and restored like the others, aggregated as the row `grpo as lamer` against LaMer's
+/// untrained row, and equal to evaluating that checkpoint with LaMer's config by hand.
+#[test]
+fn a_run_evaluated_as_another_is_a_unit_and_a_row_of_its_own() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = plan_evaluating_grpo_as_lamer(tmp.path());
+    let keep = tmp.path().join("kept");
+    let mut runner = Runner::new(p.clone(), &tmp.path().join("exp"));
+    runner.progress = false;
+    runner.keep = Some(keep.clone());
+    let log = runner.run().unwrap();
+    assert_eq!(
+        log.executed[2..7],
+        [
+            "lamer seed 3: train",
+            "lamer seed 3: eval",
+            "grpo seed 3: train",
+            "grpo seed 3: eval",
+            "grpo seed 3: eval as lamer"
+        ]
+    );
+    assert_eq!(log.executed.len(), 2 + 2 * 5);
+    let unit = Unit::EvalAs {
+        run: 1,
+        seed: 3,
+        like: 0,
+    };
+    let dir = runner.eval_dir(&unit);
+    assert!(
+        dir.ends_with("grpo/seed-3/eval-as-lamer"),
+        "{}",
+        dir.display()
+    );
+    // It ran with LaMer's config and GRPO's last checkpoint: evaluating that by hand gives the
+    // same tasks, to the last digit.
+    let lamer_cfg = p.config(0, 3).unwrap();
+    let saved: toml::Table = std::fs::read_to_string(dir.join("config.toml"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(
+        quester_train::TrainConfig::from_table(saved).unwrap(),
+        lamer_cfg
+    );
+    let (checkpoint, _) = quester_train::run_dir::RunDir::new(&runner.seed_dir(1, 3).join("train"))
+        .latest_checkpoint()
+        .unwrap()
+        .unwrap();
+    let by_hand = tmp.path().join("by-hand");
+    quester_train::api::evaluate(&lamer_cfg, Some(&checkpoint), Some(&by_hand)).unwrap();
+    let tasks = |d: &Path| std::fs::read_to_string(d.join("eval_tasks.jsonl")).unwrap();
+    assert_eq!(tasks(&dir), tasks(&by_hand));
+    let s = aggregate(&runner).unwrap();
+    let names: Vec<&str> = s.runs.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names, ["lamer", "grpo", "grpo as lamer"]);
+    let row = &s.runs[2];
+    assert_eq!(row.evaluated_as.as_deref(), Some("lamer"));
+    assert_eq!((row.method.as_str(), row.num_attempts), ("grpo", 2));
+    assert_eq!(row.seeds_done, vec![3, 4]);
+    assert_eq!(row.untrained, None, "its untrained row is LaMer's");
+    assert_eq!(row.train_seconds, s.runs[1].train_seconds);
+    // Its gain is against LaMer's untrained evaluation, on the same tasks and streams.
+    let evals: Vec<_> = [3u64, 4]
+        .iter()
+        .map(|&seed| {
+            quester_experiment::aggregate::read_eval(&runner.eval_dir(&Unit::EvalAs {
+                run: 1,
+                seed,
+                like: 0,
+            }))
+            .unwrap()
+        })
+        .collect();
+    let untrained =
+        quester_experiment::aggregate::read_eval(&runner.eval_dir(&Unit::Untrained { run: 0 }))
+            .unwrap();
+    let pass2 = |e: &quester_experiment::aggregate::EvalFiles| -> Vec<f64> {
+        e.tasks
+            .iter()
+            .map(|t| quester_experiment::aggregate::task_value(t, "pass@2").unwrap())
+            .collect()
+    };
+    let cfg = BootstrapConfig::default();
+    let trained_table: Vec<Vec<f64>> = evals.iter().map(pass2).collect();
+    assert_eq!(
+        row.gain.as_ref().unwrap()["pass@2"],
+        paired_diff_ci(&trained_table, &[pass2(&untrained)], &cfg).unwrap()
+    );
+    let c = &s.comparisons[1];
+    assert_eq!(
+        (c.a.as_str(), c.b.as_str(), c.seeds),
+        ("lamer", "grpo as lamer", 2)
+    );
+    let md = write_outputs(&s, runner.dir()).unwrap().markdown;
+    let md = std::fs::read_to_string(md).unwrap();
+    assert!(md.contains("| grpo as lamer | grpo | 2/2 | 128 |"), "{md}");
+    assert!(md.contains("| lamer - grpo as lamer | 2 |"), "{md}");
+    assert!(md.contains("its untrained row is lamer's"), "{md}");
+
+    // Kept, and restored on a machine that has only the keep directory.
+    assert!(keep.join("grpo/seed-4/eval-as-lamer/eval.json").is_file());
+    let mut fresh = Runner::new(p, &tmp.path().join("fresh"));
+    fresh.progress = false;
+    fresh.keep = Some(keep);
+    let log = fresh.run().unwrap();
+    assert!(log.executed.is_empty(), "{:?}", log.executed);
+    assert!(log
+        .skipped
+        .contains(&"grpo seed 4: eval as lamer".to_string()));
+    assert_eq!(figures(&aggregate(&fresh).unwrap()), figures(&s));
+}
+
+#[test]
+fn evaluate_as_names_another_run_with_the_same_model() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (l, g) = write_presets(tmp.path());
+    let path = tmp.path().join("plan.toml");
+    let with = |evaluate_as: &str, compare: &str| {
+        plan_text(&l, &g, "")
+            .replace(
+                &format!("preset = \"{}\"\n", g.display()),
+                &format!(
+                    "preset = \"{}\"\nevaluate_as = [{evaluate_as}]\n",
+                    g.display()
+                ),
+            )
+            .replacen("[budget]", &format!("{compare}\n[budget]"), 1)
+    };
+    for (evaluate_as, compare, expected) in [
+        (
+            "\"ppo\"",
+            "",
+            "evaluate_as `ppo` is not the name of another run",
+        ),
+        (
+            "\"grpo\"",
+            "",
+            "evaluate_as `grpo` is not the name of another run",
+        ),
+        (
+            "\"lamer\"",
+            "compare = [[\"lamer\", \"lamer as grpo\"]]",
+            "compare: `lamer as grpo` is not the name",
+        ),
+    ] {
+        std::fs::write(&path, with(evaluate_as, compare)).unwrap();
+        let msg = Plan::load(&path).unwrap_err().to_string();
+        assert!(msg.contains(expected), "{msg}");
+    }
+    // LaMer's policy could not load GRPO's checkpoints: another model.
+    std::fs::write(&path, with("\"lamer\"", "")).unwrap();
+    Plan::load(&path).unwrap();
+    let text = with("\"lamer\"", "").replace(
+        &format!("name = \"lamer\"\npreset = \"{}\"\nset = []", l.display()),
+        &format!(
+            "name = \"lamer\"\npreset = \"{}\"\nset = [\"model.max_response_tokens=7\"]",
+            l.display()
+        ),
+    );
+    std::fs::write(&path, text).unwrap();
+    let msg = Plan::load(&path).unwrap_err().to_string();
+    assert!(msg.contains("needs the same [model] section"), "{msg}");
+}
