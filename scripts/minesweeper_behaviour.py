@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What the MineSweeper policies of an experiment do: for every evaluation folder of an experiment
-directory (each method's untrained row and each seed), what each play answer targets on the board
-it was given.
+directory (each method's untrained row, each seed, and each seed evaluated as another run, such as
+`seed-0 as lamer`), what each play answer targets on the board it was given.
 
     scripts/minesweeper_behaviour.py docs/results/lamer-vs-rl-minesweeper
     scripts/minesweeper_behaviour.py runs/experiments/lamer-vs-rl-minesweeper
@@ -93,7 +93,12 @@ def summarise(folder: Path) -> dict:
 
 def main():
     root = Path(sys.argv[1])
-    folders = sorted(p.parent for p in root.glob("*/*/eval/eval.json"))
+    # A seed's own evaluation, and its checkpoint evaluated as another run (evaluate_as).
+    folders = sorted(
+        p.parent
+        for pattern in ("*/*/eval/eval.json", "*/*/eval-as-*/eval.json")
+        for p in root.glob(pattern)
+    )
     if not folders:
         raise SystemExit(f"{root}: no METHOD/ROW/eval/eval.json folders")
     print(
@@ -104,6 +109,8 @@ def main():
     for f in folders:
         s = summarise(f)
         method, row = f.parent.parent.name, f.parent.name
+        if f.name != "eval":
+            row += " " + f.name.replace("eval-as-", "as ")
         print(
             f"| {method} | {row} | {s['plays']} | {s['invalid']:.3f} | {s['hidden']:.3f} "
             f"| {s['open']:.3f} | {s['repeat']:.3f} | {s['mine_attempts']:.3f} "
