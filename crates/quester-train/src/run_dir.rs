@@ -272,9 +272,7 @@ impl RunDir {
         let name = format!("step_{step:06}");
         let tmp = self.checkpoints().join(format!(".tmp_{name}"));
         let fin = self.checkpoints().join(&name);
-        if tmp.exists() {
-            io(&tmp, fs::remove_dir_all(&tmp))?;
-        }
+        remove_dir_if_present(&tmp)?;
         io(&tmp, fs::create_dir_all(&tmp))?;
         policy.save(&tmp)?;
         if !method_state.is_null() {
@@ -300,9 +298,7 @@ impl RunDir {
         let mut f = io(&sp, File::create(&sp))?;
         io(&sp, f.write_all(text.as_bytes()))?;
         io(&sp, f.sync_all())?;
-        if fin.exists() {
-            io(&fin, fs::remove_dir_all(&fin))?;
-        }
+        remove_dir_if_present(&fin)?;
         io(&fin, fs::rename(&tmp, &fin))?;
         let latest_tmp = self.checkpoints().join(".latest.tmp");
         let mut f = io(&latest_tmp, File::create(&latest_tmp))?;
@@ -368,6 +364,15 @@ impl RunDir {
         }
         Ok(())
     }
+}
+
+/// Removes `dir` with everything in it, when it exists: what a stopped process left there may
+/// be half-written, so it is written afresh.
+pub(crate) fn remove_dir_if_present(dir: &Path) -> Result<(), TrainError> {
+    if dir.exists() {
+        io(dir, fs::remove_dir_all(dir))?;
+    }
+    Ok(())
 }
 
 /// Copies the files of folder `from` into a new folder `to`, each synced.

@@ -72,9 +72,7 @@ impl RemoteRolloutPolicy {
     fn sync(&mut self) -> Result<(), TrainError> {
         let version = self.version + 1;
         let dir = self.adapters.join(format!("policy-v{version}"));
-        if dir.exists() {
-            std::fs::remove_dir_all(&dir).map_err(|e| TrainError::io(&dir, e))?;
-        }
+        crate::run_dir::remove_dir_if_present(&dir)?;
         let t = std::time::Instant::now();
         let Some(sampler) = self.sampler.as_mut() else {
             return Err(TrainError::Policy(
@@ -87,8 +85,8 @@ impl RemoteRolloutPolicy {
         self.sync_seconds += seconds;
         tracing::info!(version, seconds, "adapter loaded into the rollout servers");
         let old = self.adapters.join(format!("policy-v{}", self.version));
-        if self.version > 0 && old.exists() {
-            std::fs::remove_dir_all(&old).map_err(|e| TrainError::io(&old, e))?;
+        if self.version > 0 {
+            crate::run_dir::remove_dir_if_present(&old)?;
         }
         self.version = version;
         self.synced = true;

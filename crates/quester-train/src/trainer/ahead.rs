@@ -185,10 +185,7 @@ impl<'scope> Ahead<'scope> {
         // than the next due step's is not needed again.
         let oldest = self.due.front().map_or(sampled.weights + 1, |&(_, w)| w);
         for w in sampled.weights..oldest {
-            let dir = self.adapter_dir(w);
-            if dir.exists() {
-                std::fs::remove_dir_all(&dir).map_err(|e| TrainError::io(&dir, e))?;
-            }
+            crate::run_dir::remove_dir_if_present(&self.adapter_dir(w))?;
         }
         Ok(sampled)
     }

@@ -195,11 +195,8 @@ impl<'a> Trainer<'a> {
         for s in self.step..end {
             let weights = ahead::weights_of(s, k);
             let dir = ahead.adapter_dir(weights);
-            // Written afresh: a folder left by a process that stopped may be half-written.
             if !written.contains(&weights) {
-                if dir.exists() {
-                    std::fs::remove_dir_all(&dir).map_err(|e| TrainError::io(&dir, e))?;
-                }
+                crate::run_dir::remove_dir_if_present(&dir)?;
                 if weights == self.step {
                     self.policy.export_adapter(&dir)?;
                 } else {
@@ -299,9 +296,7 @@ impl<'a> Trainer<'a> {
                 let next = self.step + self.cfg.rollout.max_staleness;
                 if next < total {
                     let dir = ahead.adapter_dir(self.step);
-                    if dir.exists() {
-                        std::fs::remove_dir_all(&dir).map_err(|e| TrainError::io(&dir, e))?;
-                    }
+                    crate::run_dir::remove_dir_if_present(&dir)?;
                     self.policy.export_adapter(&dir)?;
                     self.submit(ahead, next, self.step, dir)?;
                 }
