@@ -10,6 +10,7 @@
 
 pub mod params;
 mod prefill;
+pub mod prefix_cache;
 pub mod sampler;
 pub mod scheduler;
 mod sequence;
@@ -249,6 +250,15 @@ fn drive<E: From<ModelError>>(
         }
         live.submit(&mut s, orders.submit)?;
     }
+    if let Some(c) = s.prefix_cache_counts() {
+        tracing::info!(
+            hits = c.hits,
+            reused_tokens = c.reused_tokens,
+            prompt_tokens = c.prompt_tokens,
+            evicted = c.evicted,
+            "kept prompt prefixes"
+        );
+    }
     Ok(())
 }
 
@@ -330,6 +340,7 @@ fn run(
             limits: SchedulerConfig {
                 max_rows: requests.len(),
                 prefill_tokens: usize::MAX,
+                prefix_cache_bytes: 0,
             },
             progress: false,
         },

@@ -32,10 +32,17 @@
 //! and a decoding step costs what `generate`'s does. Copies happen only when rows are appended
 //! or removed, never per token.
 //!
+//! Prompt prefixes kept between requests (`prefix_cache_bytes` > 0, [`super::prefix_cache`]):
+//! each admitted prompt's keys and values are kept; a newcomer that starts with a kept
+//! prompt's tokens copies those positions and prefills only the rest, alone, and such
+//! newcomers join the batch together, right-aligned like any others. Prompts longer than the
+//! prefill budget (chunked) are neither kept nor served from it.
+//!
 //! Each sequence samples from its own seeded RNG, so its tokens do not depend on when it
 //! joined or what else runs (up to float rounding between batch shapes).
 
 use super::params::{GenerationOutput, GenerationRequest};
+use super::prefix_cache::{PrefixCache, PrefixCacheCounts};
 use super::sequence::{self, Sequence};
 use super::{prefill, Prefill};
 use crate::error::{ModelError, Result};
@@ -57,6 +64,9 @@ pub struct SchedulerConfig {
     /// prompt at the head of the queue is prefilled alone in chunks of this size, one chunk
     /// per step between decoding steps, joining when its last chunk is in.
     pub prefill_tokens: usize,
+    /// Bytes of prompt keys and values kept for later prompts that start with the same tokens
+    /// (see the module docs); 0 keeps none.
+    pub prefix_cache_bytes: usize,
 }
 
 impl Default for SchedulerConfig {
@@ -64,6 +74,7 @@ impl Default for SchedulerConfig {
         SchedulerConfig {
             max_rows: 32,
             prefill_tokens: 4096,
+            prefix_cache_bytes: 0,
         }
     }
 }
@@ -128,6 +139,8 @@ pub struct Scheduler<'a> {
     done: Vec<(SequenceId, GenerationOutput)>,
     /// Rayon's workers kept from sleeping between a step's ops (CPU generation).
     awake: Option<&'a crate::threads::AwakeWorkers>,
+    /// Prompt prefixes kept between requests (`prefix_cache_bytes` > 0).
+    prefix: Option<PrefixCache>,
 }
 
 impl Row {
@@ -153,7 +166,10 @@ impl<'a> Scheduler<'a> {
         if config.max_rows == 0 {
             return Err(ModelError::Input("max_rows must be at least 1".into()));
         }
+        let prefix =
+            (config.prefix_cache_bytes > 0).then(|| PrefixCache::new(config.prefix_cache_bytes));
         Ok(Scheduler {
+            prefix,
             model,
             packed,
             tokenizer,
@@ -236,6 +252,11 @@ impl<'a> Scheduler<'a> {
     /// How newcomers have joined the running batch so far.
     pub fn joins(&self) -> JoinCounts {
         self.joins
+    }
+
+    /// How kept prompt prefixes have served so far (None when none are kept).
+    pub fn prefix_cache_counts(&self) -> Option<PrefixCacheCounts> {
+        self.prefix.as_ref().map(|p| p.counts)
     }
 
     /// Requests waiting for a row (a long prompt part-way through its prefill included).
@@ -388,7 +409,28 @@ impl<'a> Scheduler<'a> {
             }
             return Ok(());
         }
-        let new: Vec<Waiting> = self.waiting.drain(..take).collect();
+        let mut new: Vec<Waiting> = self.waiting.drain(..take).collect();
+        if let Some(store) = self.prefix.as_mut() {
+            let mut hits = Vec::new();
+            let mut misses = Vec::new();
+            for w in new {
+                store.admitted(w.prompt.len());
+                match store.lookup(&w.prompt) {
+                    Some((kept, n)) => {
+                        let start = kept.prefix_copy(n, w.prompt.len())?;
+                        hits.push((w, start));
+                    }
+                    None => misses.push(w),
+                }
+            }
+            if !hits.is_empty() {
+                self.admit_from_kept(hits)?;
+            }
+            if misses.is_empty() {
+                return Ok(());
+            }
+            new = misses;
+        }
         let prompts: Vec<&[u32]> = new.iter().map(|w| w.prompt.as_slice()).collect();
         let longest = prompts.iter().map(|p| p.len()).max().unwrap_or(0);
         let old_rows = self.batch.as_ref().map_or(&[][..], |b| &b.rows[..]);
@@ -419,6 +461,18 @@ impl<'a> Scheduler<'a> {
             ms = t.elapsed().as_secs_f64() * 1e3,
             "prefilled"
         );
+        if let Some(store) = self.prefix.as_mut() {
+            for (j, (w, mask)) in new.iter().zip(&key_mask).enumerate() {
+                let positions: Vec<u32> = (0u32..)
+                    .zip(mask)
+                    .filter(|(_, &m)| m != 0)
+                    .map(|(p, _)| p)
+                    .collect();
+                if positions.len() == w.prompt.len() {
+                    store.insert(w.prompt.clone(), cache.row_positions(j, &positions)?);
+                }
+            }
+        }
         let rows: Vec<Row> = new
             .into_iter()
             .zip(key_mask)
@@ -431,6 +485,69 @@ impl<'a> Scheduler<'a> {
             })
             .collect();
         self.place(cache, logits, rows, capacity)
+    }
+
+    /// Prefills newcomers that start from kept prompt prefixes (`start`: those positions,
+    /// copied into a one-row cache of the prompt's length), each alone from where its prefix
+    /// ends, keeps each whole prompt in turn, and puts them in the running batch together.
+    fn admit_from_kept(&mut self, hits: Vec<(Waiting, KvCache)>) -> Result<()> {
+        let longest = hits.iter().map(|(w, _)| w.prompt.len()).max().unwrap_or(0);
+        let mut joined = self.model.new_cache(hits.len(), longest)?;
+        joined.set_len(longest)?;
+        let mut logits = Vec::with_capacity(hits.len());
+        let mut rows = Vec::with_capacity(hits.len());
+        let mut seqs = Vec::with_capacity(hits.len());
+        let t = std::time::Instant::now();
+        for (j, (w, mut cache)) in hits.into_iter().enumerate() {
+            let (done, len) = (cache.len(), w.prompt.len());
+            let ids = Tensor::from_vec(
+                w.prompt[done..].to_vec(),
+                (1, len - done),
+                self.model.device(),
+            )?;
+            logits.push(self.model.forward_cached_with(
+                &ids,
+                &[vec![1; len]],
+                &[done as u32],
+                &mut cache,
+                self.packed,
+            )?);
+            joined.write_row(j, &cache, 0)?;
+            if let Some(store) = self.prefix.as_mut() {
+                store.insert(w.prompt.clone(), cache);
+            }
+            let mut key_mask = vec![0; longest - len];
+            key_mask.resize(longest, 1);
+            seqs.push(w.seq);
+            rows.push((w.id, len, key_mask));
+        }
+        tracing::debug!(
+            prompts = rows.len(),
+            ms = t.elapsed().as_secs_f64() * 1e3,
+            "prefilled from kept prefixes"
+        );
+        let old_rows = self.batch.as_ref().map_or(&[][..], |b| &b.rows[..]);
+        let remaining = seqs
+            .iter()
+            .chain(old_rows.iter().filter_map(|r| r.seq.as_ref()))
+            .map(Sequence::remaining)
+            .max()
+            .unwrap_or(0);
+        let running_len = self.batch.as_ref().map_or(0, |b| b.cache.len());
+        let capacity = running_len.max(longest) + remaining;
+        let rows = rows
+            .into_iter()
+            .zip(seqs)
+            .map(|((id, len, key_mask), seq)| Row {
+                id,
+                real: len as u32,
+                seq: Some(seq),
+                last: 0,
+                key_mask,
+            })
+            .collect();
+        let logits = Tensor::cat(&logits, 0)?;
+        self.place(joined, logits, rows, capacity)
     }
 
     /// Runs the next chunk of the long prompt being prefilled (taking the queue's head first

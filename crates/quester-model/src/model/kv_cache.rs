@@ -62,6 +62,73 @@ impl KvCache {
         Ok(())
     }
 
+    /// A one-row cache holding row `row`'s `positions` (in order), filled and at capacity: a
+    /// prompt's keys and values taken out of a padded batch, in storage of their own.
+    pub(crate) fn row_positions(&self, row: usize, positions: &[u32]) -> Result<KvCache> {
+        let n = positions.len();
+        if positions.iter().any(|&p| p as usize >= self.len) {
+            candle_core::bail!("KV cache: a position beyond the {} filled", self.len);
+        }
+        let Some(first) = self.keys.first() else {
+            candle_core::bail!("KV cache: no layers");
+        };
+        let idx = Tensor::from_vec(positions.to_vec(), n, first.device())?;
+        let take = |t: &Tensor| t.narrow(0, row, 1)?.index_select(&idx, 2);
+        Ok(KvCache {
+            keys: self.keys.iter().map(take).collect::<Result<_>>()?,
+            values: self.values.iter().map(take).collect::<Result<_>>()?,
+            len: n,
+            capacity: n,
+        })
+    }
+
+    /// A new one-row cache of `capacity` positions starting with the first `n` filled
+    /// positions of this one-row cache (a cached prompt's prefix that a new prompt shares).
+    pub(crate) fn prefix_copy(&self, n: usize, capacity: usize) -> Result<KvCache> {
+        if n > self.len || n > capacity {
+            candle_core::bail!(
+                "KV cache: a prefix of {n} from {} filled into {capacity}",
+                self.len
+            );
+        }
+        let copy = |t: &Tensor| -> Result<Tensor> {
+            let (b, h, _, d) = t.dims4()?;
+            if b != 1 {
+                candle_core::bail!("KV cache: a prefix is copied from a one-row cache");
+            }
+            let out = Tensor::zeros((1, h, capacity, d), t.dtype(), t.device())?;
+            if n > 0 {
+                out.slice_set(&t.narrow(2, 0, n)?.contiguous()?, 2, 0)?;
+            }
+            Ok(out)
+        };
+        Ok(KvCache {
+            keys: self.keys.iter().map(copy).collect::<Result<_>>()?,
+            values: self.values.iter().map(copy).collect::<Result<_>>()?,
+            len: n,
+            capacity,
+        })
+    }
+
+    /// Bytes of the allocated keys and values.
+    pub(crate) fn bytes(&self) -> usize {
+        self.keys
+            .iter()
+            .chain(&self.values)
+            .map(|t| t.elem_count() * t.dtype().size_in_bytes())
+            .sum()
+    }
+
+    /// Sets the filled length of a cache whose positions were written row by row
+    /// ([`Self::write_row`] needs it set first).
+    pub(crate) fn set_len(&mut self, len: usize) -> Result<()> {
+        if len > self.capacity {
+            candle_core::bail!("KV cache: {len} positions in {}", self.capacity);
+        }
+        self.len = len;
+        Ok(())
+    }
+
     /// Keeps only the batch rows in `keep` (finished sequences leave the batch).
     pub fn select_rows(&mut self, keep: &Tensor) -> Result<()> {
         for t in self.keys.iter_mut().chain(self.values.iter_mut()) {
@@ -220,6 +287,27 @@ mod tests {
             c.retime(4, 8).is_err(),
             "only filled positions can be dropped"
         );
+    }
+
+    #[test]
+    fn a_rows_positions_come_out_in_storage_of_their_own_and_a_prefix_copies() {
+        let c = filled(2, 5, 6, 0.0);
+        let mut one = c.row_positions(1, &[1, 3, 4]).unwrap();
+        assert_eq!((one.len(), one.capacity()), (3, 3));
+        assert_eq!(rows(&one), vec![vec![101.0, 103.0, 104.0]]);
+        assert!(
+            c.row_positions(0, &[5]).is_err(),
+            "beyond the filled positions"
+        );
+        let p = one.prefix_copy(2, 4).unwrap();
+        assert_eq!((p.len(), p.capacity()), (2, 4));
+        assert_eq!(rows(&p), vec![vec![101.0, 103.0]]);
+        assert!(one.prefix_copy(4, 4).is_err());
+        // Their own storage: writing into the copy leaves the source as it was.
+        one.write_row(0, &filled(1, 3, 3, 7.0), 0).unwrap();
+        assert_eq!(rows(&p), vec![vec![101.0, 103.0]]);
+        assert_eq!(rows(&c)[1], vec![100.0, 101.0, 102.0, 103.0, 104.0]);
+        assert_eq!(one.bytes(), 2 * 3 * 4);
     }
 
     #[test]

@@ -107,6 +107,7 @@ fn scheduled_outputs_equal_generates() {
         SchedulerConfig {
             max_rows: 2,
             prefill_tokens: 4,
+            prefix_cache_bytes: 0,
         },
     ];
     for config in configs {
@@ -298,6 +299,7 @@ fn caller_driven_generation_gives_each_request_its_own_response() {
         SchedulerConfig {
             max_rows: 3,
             prefill_tokens: usize::MAX,
+            prefix_cache_bytes: 0,
         },
         (0..n).zip(reqs.iter().cloned()).collect(),
         &mut |done| {
@@ -357,6 +359,7 @@ fn a_key_submitted_twice_while_live_is_an_error() {
         SchedulerConfig {
             max_rows: 4,
             prefill_tokens: usize::MAX,
+            prefix_cache_bytes: 0,
         },
         vec![(7, r.clone()), (7, r)],
         &mut |_| Ok(Default::default()),
@@ -444,6 +447,7 @@ fn a_long_prompt_is_prefilled_in_chunks_between_decoding_steps() {
     let config = SchedulerConfig {
         max_rows: 4,
         prefill_tokens: budget,
+        prefix_cache_bytes: 0,
     };
     let mut s = Scheduler::new(&m.model, Some(&packed), &m.tokenizer, config).unwrap();
     let a = s.submit(running.clone()).unwrap();
@@ -511,5 +515,119 @@ fn prompts_of_mixed_lengths_prefilled_in_groups_answer_as_alone() {
             .unwrap()
             .remove(0);
         assert_same(&together[i], &alone, &format!("request {i}"));
+    }
+}
+
+/// Prompts kept between requests: a later prompt that starts with an earlier one's tokens
+/// (an agent's next turn) prefills only the rest, joins a batch that is running, and answers
+/// as a full prefill does (the same tokens; log-probs within rounding, and equal to the
+/// training forward's scores for a greedy row); an unrelated prompt is prefilled as usual,
+/// and a budget too small for a prompt keeps nothing.
+#[test]
+fn kept_prompt_prefixes_serve_later_prompts_that_start_with_them() {
+    let m = tiny();
+    let packed = DecodeWeights::new(&m.model).unwrap();
+    let rules = "You are an agent in a grid. Rules: move with up, down, left or right; \
+                 walls block; reach the goal in few moves. ";
+    let sampled = |seed: u64| SamplingParams {
+        temperature: 1.0,
+        max_new_tokens: 6,
+        seed,
+        ..Default::default()
+    };
+    let first = vec![
+        request(
+            &m,
+            &format!("{rules}Turn 1: the goal is north."),
+            sampled(1),
+        ),
+        request(
+            &m,
+            &format!("{rules}Turn 1: the goal is east."),
+            SamplingParams::greedy(6),
+        ),
+    ];
+    // Each next turn extends its first turn's prompt; the last shares only a few tokens.
+    let next = vec![
+        request(
+            &m,
+            &format!("{rules}Turn 1: the goal is north. You moved up. Turn 2:"),
+            sampled(2),
+        ),
+        request(
+            &m,
+            &format!("{rules}Turn 1: the goal is east. You moved left. Turn 2:"),
+            SamplingParams::greedy(6),
+        ),
+        request(&m, "Something else entirely, short.", sampled(3)),
+    ];
+    let shared = m.tokenizer.encode(rules).unwrap().len();
+    assert!(
+        shared >= 32,
+        "the test needs a prefix worth keeping: {shared}"
+    );
+    // A long-running sequence, so that the next turns join a batch that is decoding.
+    let runner = request(&m, "keep running", sampled(9));
+    let runner = GenerationRequest {
+        params: SamplingParams {
+            max_new_tokens: 40,
+            ..runner.params
+        },
+        ..runner
+    };
+    let mut all = first.clone();
+    all.extend(next.iter().cloned());
+    all.push(runner.clone());
+    let want = generate_with(&m.model, &packed, &m.tokenizer, &all).unwrap();
+
+    let run = |bytes: usize| {
+        let config = SchedulerConfig {
+            prefix_cache_bytes: bytes,
+            ..SchedulerConfig::default()
+        };
+        let mut s = Scheduler::new(&m.model, Some(&packed), &m.tokenizer, config).unwrap();
+        let mut got = BTreeMap::new();
+        let ids: Vec<SequenceId> = first.iter().map(|r| s.submit(r.clone()).unwrap()).collect();
+        let runner_id = s.submit(runner.clone()).unwrap();
+        while got.len() < first.len() {
+            for (id, o) in s.step().unwrap() {
+                got.insert(id, o);
+            }
+        }
+        assert!(s.running() > 0, "the long sequence still runs");
+        let later: Vec<SequenceId> = next.iter().map(|r| s.submit(r.clone()).unwrap()).collect();
+        got.extend(drain(&mut s));
+        let order: Vec<SequenceId> = ids.into_iter().chain(later).chain([runner_id]).collect();
+        (order, got, s.prefix_cache_counts())
+    };
+    let (order, got, counts) = run(64 << 20);
+    for (i, id) in order.iter().enumerate() {
+        assert_same(&got[id], &want[i], &format!("request {i}"));
+        if all[i].params.temperature == 0.0 {
+            assert_scored(&m, &all[i], &got[id], &format!("request {i}"));
+        }
+    }
+    let counts = counts.expect("prefixes are kept");
+    assert_eq!(counts.hits, 2, "{counts:?}");
+    let full = |r: &GenerationRequest| r.prompt_ids.len() as u64;
+    // Each next turn reuses all of its first turn's prompt but the shared last token run.
+    let reused: u64 = first
+        .iter()
+        .zip(&next)
+        .map(|(a, b)| {
+            a.prompt_ids
+                .iter()
+                .zip(&b.prompt_ids)
+                .take_while(|(x, y)| x == y)
+                .count() as u64
+        })
+        .sum();
+    assert_eq!(counts.reused_tokens, reused, "{counts:?}");
+    assert_eq!(counts.prompt_tokens, all.iter().map(full).sum::<u64>());
+    // Too small a budget for any prompt: nothing kept, the same answers.
+    let (order, small, counts) = run(64);
+    assert_eq!(counts.unwrap().hits, 0);
+    for id in &order {
+        assert_eq!(small[id].token_ids, got[id].token_ids);
     }
 }

@@ -54,6 +54,12 @@ pub struct ModelSection {
     /// a long prompt does not stall the running sequences for its whole prefill; 0 = no
     /// limit (every waiting prompt at once).
     pub prefill_chunk_tokens: usize,
+    /// MiB of prompt keys and values the native model keeps during a rollout or an
+    /// evaluation, so a prompt that starts with an earlier prompt's tokens (an agent's next
+    /// turn, LaMer's next attempt) prefills only the rest; 0 keeps none. Outputs equal a full
+    /// prefill's up to float rounding.
+    #[serde(skip_serializing_if = "is_zero_usize")]
+    pub prefix_cache_mb: usize,
     /// Candidate responses of the tabular policy.
     pub tabular_candidates: Vec<String>,
     /// The tabular policy's optimiser: Adam (true) or plain SGD.
@@ -75,6 +81,7 @@ impl Default for ModelSection {
             train: TrainMode::Lora,
             max_response_tokens: 1024,
             prefill_chunk_tokens: 0,
+            prefix_cache_mb: 0,
             tabular_candidates: Vec::new(),
             tabular_adam: true,
             lora: quester_model::LoraConfig::default(),

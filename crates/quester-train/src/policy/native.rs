@@ -69,6 +69,8 @@ pub(crate) struct NativePolicy {
     /// Prompt tokens prefilled per token step of continuous generation (`model.prefill_chunk_tokens`;
     /// usize::MAX for no limit).
     prefill_tokens: usize,
+    /// Bytes of prompt prefixes kept during one continuous generation (`model.prefix_cache_mb`).
+    prefix_cache_bytes: usize,
     /// The frozen reference of the KL penalty (only when `algorithm.loss.kl_coef > 0`): the base
     /// model under LoRA (its weights never change), a copy of the initial weights otherwise.
     reference: Option<Model>,
@@ -271,6 +273,7 @@ impl NativePolicy {
                 0 => usize::MAX,
                 n => n,
             },
+            prefix_cache_bytes: cfg.model.prefix_cache_mb.saturating_mul(1 << 20),
             reference,
             decode: Mutex::new(None),
         })
@@ -394,6 +397,7 @@ impl Policy for NativePolicy {
             quester_model::SchedulerConfig {
                 max_rows: usize::MAX,
                 prefill_tokens: this.prefill_tokens,
+                prefix_cache_bytes: this.prefix_cache_bytes,
             },
             first,
             &mut |report| {

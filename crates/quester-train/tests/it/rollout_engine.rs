@@ -381,7 +381,8 @@ impl Policy for Lockstep {
 
 /// On the native model (tiny random Llama) trials go on as their own responses end, with
 /// responses of many lengths (a stop string the random model hits at random places); every
-/// trial is the same as when each turn waits for the whole round.
+/// trial is the same as when each turn waits for the whole round, with prompts prefilled in
+/// chunks or from kept prefixes too.
 #[test]
 fn continuous_trials_equal_lockstep_trials_on_the_native_model() {
     let mut c = quester_train::TrainConfig::default();
@@ -409,6 +410,12 @@ fn continuous_trials_equal_lockstep_trials_on_the_native_model() {
     chunked_cfg.model.prefill_chunk_tokens = 5;
     let mut chunked = quester_train::api::build_policy(&chunked_cfg).unwrap();
     let chunked = run_trials(chunked.as_mut(), &bandit, &reqs, &s, None).unwrap();
+    // Prompt prefixes kept between turns (every prompt starts with the bandit's rules, and a
+    // later attempt's with the earlier one's): the same trials.
+    let mut kept_cfg = c.clone();
+    kept_cfg.model.prefix_cache_mb = 64;
+    let mut kept = quester_train::api::build_policy(&kept_cfg).unwrap();
+    let kept = run_trials(kept.as_mut(), &bandit, &reqs, &s, None).unwrap();
     let lengths: std::collections::BTreeSet<usize> = continuous
         .iter()
         .flat_map(|t| t.samples.iter().map(|x| x.response_ids.len()))
@@ -419,7 +426,9 @@ fn continuous_trials_equal_lockstep_trials_on_the_native_model() {
     );
     assert_eq!(continuous.len(), rounds.len());
     assert_eq!(chunked.len(), rounds.len());
-    for (a, b) in continuous.iter().chain(&chunked).zip(rounds.iter().cycle()) {
+    assert_eq!(kept.len(), rounds.len());
+    let all = continuous.iter().chain(&chunked).chain(&kept);
+    for (a, b) in all.zip(rounds.iter().cycle()) {
         assert_eq!(a.samples.len(), b.samples.len(), "trial {}", a.task_id);
         for (x, y) in a.samples.iter().zip(&b.samples) {
             assert_eq!(x.prompt, y.prompt);
