@@ -433,16 +433,7 @@ impl<'a> Scheduler<'a> {
         }
         let prompts: Vec<&[u32]> = new.iter().map(|w| w.prompt.as_slice()).collect();
         let longest = prompts.iter().map(|p| p.len()).max().unwrap_or(0);
-        let old_rows = self.batch.as_ref().map_or(&[][..], |b| &b.rows[..]);
-        let remaining = new
-            .iter()
-            .map(|w| &w.seq)
-            .chain(old_rows.iter().filter_map(|r| r.seq.as_ref()))
-            .map(Sequence::remaining)
-            .max()
-            .unwrap_or(0);
-        let running_len = self.batch.as_ref().map_or(0, |b| b.cache.len());
-        let capacity = running_len.max(longest) + remaining;
+        let capacity = self.capacity_with(longest, new.iter().map(|w| &w.seq));
         // The newcomers' own cache becomes the running one, or is copied into it.
         let own = if self.batch.is_some() {
             longest
@@ -526,15 +517,7 @@ impl<'a> Scheduler<'a> {
             ms = t.elapsed().as_secs_f64() * 1e3,
             "prefilled from kept prefixes"
         );
-        let old_rows = self.batch.as_ref().map_or(&[][..], |b| &b.rows[..]);
-        let remaining = seqs
-            .iter()
-            .chain(old_rows.iter().filter_map(|r| r.seq.as_ref()))
-            .map(Sequence::remaining)
-            .max()
-            .unwrap_or(0);
-        let running_len = self.batch.as_ref().map_or(0, |b| b.cache.len());
-        let capacity = running_len.max(longest) + remaining;
+        let capacity = self.capacity_with(longest, seqs.iter());
         let rows = rows
             .into_iter()
             .zip(seqs)
@@ -582,16 +565,7 @@ impl<'a> Scheduler<'a> {
             self.chunking = Some(c);
             return Ok(());
         }
-        let old_rows = self.batch.as_ref().map_or(&[][..], |b| &b.rows[..]);
-        let remaining = old_rows
-            .iter()
-            .filter_map(|r| r.seq.as_ref())
-            .chain(std::iter::once(&c.waiting.seq))
-            .map(Sequence::remaining)
-            .max()
-            .unwrap_or(0);
-        let running_len = self.batch.as_ref().map_or(0, |b| b.cache.len());
-        let capacity = running_len.max(len) + remaining;
+        let capacity = self.capacity_with(len, std::iter::once(&c.waiting.seq));
         let w = c.waiting;
         let row = Row {
             id: w.id,
@@ -601,6 +575,28 @@ impl<'a> Scheduler<'a> {
             key_mask: vec![1; len],
         };
         self.place(c.cache, logits, vec![row], capacity)
+    }
+
+    /// The positions the running batch needs once newcomers (`longest`: their longest prompt)
+    /// join it: the longer time axis, plus the most tokens any sequence, new or running, may
+    /// still generate.
+    fn capacity_with<'s>(
+        &self,
+        longest: usize,
+        newcomers: impl Iterator<Item = &'s Sequence>,
+    ) -> usize {
+        let old_rows = self.batch.as_ref().map_or(&[][..], |b| &b.rows[..]);
+        let remaining = newcomers
+            .map(Sequence::remaining)
+            .chain(
+                old_rows
+                    .iter()
+                    .filter_map(|r| r.seq.as_ref().map(Sequence::remaining)),
+            )
+            .max()
+            .unwrap_or(0);
+        let running_len = self.batch.as_ref().map_or(0, |b| b.cache.len());
+        running_len.max(longest) + remaining
     }
 
     /// Makes the newcomers' own cache (grown to `capacity` positions) the running batch.
